@@ -1,0 +1,277 @@
+//! Gemini — gemini-ton §III, Algorithm 1 ("GEMINI Congestion Control Algorithm").
+//!
+//! Model. AIMD on two signals (§III-B):
+//! - **DCN congestion** = the ACK carries ECE (DCTCP marking at DC switches).
+//!   `α` is DCTCP's EWMA (gain g = 1/16) of the marked fraction per window.
+//! - **WAN congestion** = `RTT_min > RTT_base + T`, where `RTT_min` is the
+//!   minimum RTT of the *previous* window and `RTT_base` the minimum ever seen.
+//! - When congested, at most once per RTT: `cwnd *= 1 − max(f_dcn, f_wan)` with
+//!   `f_dcn = α·F`, `F = 4K/(C·RTT_base + K)` (Theorem 1: keeps the DC buffer
+//!   from underflowing for any RTT) and `f_wan = β`.
+//! - Otherwise, per ACK: `cwnd += h/cwnd` with `h = H·C·RTT_base` MSS per RTT,
+//!   clamped to [0.1, 5] MSS (§III-C), which makes the AIMD RTT-fair (App. B).
+//!
+//! Choices (documented, tunable where cheap):
+//! - "Once per RTT" is measured with send times: a new cut is allowed once an
+//!   ACK arrives for a packet sent after the previous cut, i.e. after exactly
+//!   one (real) RTT of feedback — the condition DCTCP expresses with sequence
+//!   numbers.
+//! - `F` exceeds 1 when K > C·RTT/3 (intra-DC flows on slow links, e.g. K = 50
+//!   packets at 1 Gbit/s with RTT 200 µs); the whole cut is clamped to
+//!   `max_md` (default 1/2, DCTCP's largest cut) so the window stays positive.
+//! - Start and losses follow Linux, as the paper's kernel implementation
+//!   does ("we keep the same fast recovery and fast retransmission"):
+//!   slow start from 10 packets until the first congestion signal; a loss
+//!   halves the window (once per RTT); an RTO restarts from one packet with
+//!   ssthresh at half the window.
+//! - Uno's htsim port of Gemini applies the cut once per *base* RTT; we use the
+//!   real RTT (above), which is what the kernel implementation can observe.
+
+use crate::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE};
+use crate::params::{check, NetConfig, ParamError};
+use crate::window::Window;
+use crate::{assert_fits_ca_priv, update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
+
+/// Gemini tunables. Fractions are Q16 (`ONE` = 1.0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Bottleneck capacity C in bytes/s (a configured constant, §III-B).
+    pub rate_bytes_per_sec: u64,
+    /// MSS in bytes.
+    pub mss: u32,
+    /// ECN marking threshold K in bytes (paper: 50 packets per Gbit/s).
+    pub k_bytes: u32,
+    /// Delay threshold T in ns (5 ms).
+    pub t_ns: u32,
+    /// β, the WAN cut (0.2).
+    pub beta_q16: u32,
+    /// H in units of 1e-9 per (bit/s · s): paper 1.2e-7 = 120.
+    pub h_ppb: u32,
+    /// Lower clamp of h in MSS per RTT (0.1).
+    pub h_min_q16: u32,
+    /// Upper clamp of h in MSS per RTT (5).
+    pub h_max_q16: u32,
+    /// DCTCP's α gain g (1/16).
+    pub alpha_gain_q16: u32,
+    /// Largest single cut (1/2).
+    pub max_md_q16: u32,
+    /// Initial window in packets (Linux: 10).
+    pub init_cwnd_pkts: u32,
+}
+
+impl Params {
+    /// The paper's defaults (gemini-ton Table IV) for a network.
+    pub const fn from_net(n: &NetConfig) -> Self {
+        // K = 50 packets per Gbit/s of capacity.
+        let k = mul_div(50 * n.mtu as u64, n.link_rate_bps, 1_000_000_000);
+        Self {
+            rate_bytes_per_sec: n.rate_bytes_per_sec(),
+            mss: n.mtu,
+            k_bytes: sat_u32(if k < n.mtu as u64 { n.mtu as u64 } else { k }),
+            t_ns: 5_000_000,
+            beta_q16: ONE / 5,
+            h_ppb: 120,
+            h_min_q16: ONE / 10,
+            h_max_q16: 5 * ONE,
+            alpha_gain_q16: ONE / 16,
+            max_md_q16: ONE / 2,
+            init_cwnd_pkts: 10,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ParamError> {
+        check("rate_bytes_per_sec", self.rate_bytes_per_sec, 125_000, 400_000_000_000)?;
+        check("mss", self.mss as u64, 256, 65_535)?;
+        check("k_bytes", self.k_bytes as u64, 1, 1 << 30)?;
+        check("t_ns", self.t_ns as u64, 1_000, 2_000_000_000)?;
+        check("beta_q16", self.beta_q16 as u64, 0, ONE as u64 * 15 / 16)?;
+        check("h_ppb", self.h_ppb as u64, 1, 1_000_000)?;
+        check("h_min_q16", self.h_min_q16 as u64, 1, 100 * ONE as u64)?;
+        check("h_max_q16", self.h_max_q16 as u64, self.h_min_q16 as u64, 100 * ONE as u64)?;
+        check("alpha_gain_q16", self.alpha_gain_q16 as u64, 1, ONE as u64)?;
+        check("max_md_q16", self.max_md_q16 as u64, 1, ONE as u64 * 15 / 16)?;
+        check("init_cwnd_pkts", self.init_cwnd_pkts as u64, 1, 1000)?;
+        Ok(())
+    }
+
+    /// `F = 4K / (C·RTT_base + K)`, Q16 (§III-B, Theorem 1).
+    pub fn scale_factor_q16(&self, base_rtt_ns: u32) -> u32 {
+        let k = self.k_bytes as u64;
+        ratio_q16(4 * k, bdp_bytes(self.rate_bytes_per_sec, base_rtt_ns).saturating_add(k))
+    }
+
+    /// `h = H·C·RTT_base` in MSS per RTT, clamped to [h_min, h_max], Q16.
+    pub fn h_q16(&self, base_rtt_ns: u32) -> u32 {
+        // H·C·RTT = h_ppb·1e-9 × (C·RTT in bits).
+        let bdp_bits = bdp_bytes(self.rate_bytes_per_sec, base_rtt_ns).saturating_mul(8);
+        let h = mul_div((self.h_ppb as u64).saturating_mul(bdp_bits), ONE as u64, 1_000_000_000);
+        sat_u32(h.clamp(self.h_min_q16 as u64, self.h_max_q16 as u64))
+    }
+}
+
+/// Per-flow Gemini state (fits `ICSK_CA_PRIV_SIZE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gemini {
+    w: Window,
+    base_rtt_ns: u32,
+    /// Minimum RTT of the current window and of the previous one (`RTT_min`).
+    rtt_min_round_ns: u32,
+    rtt_min_last_ns: u32,
+    /// DCTCP α, Q16.
+    alpha_q16: u32,
+    /// Start of the current window (a window ends with the ACK of a packet sent
+    /// after it started).
+    round_start_ns: u64,
+    round_acked: u32,
+    round_marked: u32,
+    /// Time of the last cut; 0 = none yet.
+    last_cut_ns: u64,
+    /// Cached `h·MSS` in bytes per RTT, Q16, and `F`, Q16 (depend on RTT_base).
+    ai_per_rtt_q16: u64,
+    f_q16: u32,
+}
+assert_fits_ca_priv!(Gemini);
+
+impl Gemini {
+    fn refresh_flow_constants(&mut self, p: &Params) {
+        self.f_q16 = p.scale_factor_q16(self.base_rtt_ns);
+        self.ai_per_rtt_q16 = (p.h_q16(self.base_rtt_ns) as u64).saturating_mul(p.mss as u64);
+    }
+
+    /// DCTCP α, Q16. For stats.
+    pub fn alpha_q16(&self) -> u32 {
+        self.alpha_q16
+    }
+    /// F for this flow, Q16. For stats.
+    pub fn f_q16(&self) -> u32 {
+        self.f_q16
+    }
+    /// h·MSS in bytes per RTT, Q16. For stats.
+    pub fn ai_per_rtt_q16(&self) -> u64 {
+        self.ai_per_rtt_q16
+    }
+
+    fn end_round(&mut self, p: &Params, now: u64) {
+        let frac = core::cmp::min(
+            ratio_q16(self.round_marked as u64, core::cmp::max(self.round_acked, 1) as u64),
+            ONE,
+        );
+        if self.round_acked > 0 {
+            self.alpha_q16 = crate::fixed::ewma_q16(self.alpha_q16, frac, p.alpha_gain_q16);
+        }
+        self.rtt_min_last_ns = self.rtt_min_round_ns;
+        self.rtt_min_round_ns = 0;
+        self.round_acked = 0;
+        self.round_marked = 0;
+        self.round_start_ns = now;
+    }
+}
+
+impl CongestionControl for Gemini {
+    type Params = Params;
+    const NAME: &'static str = "gemini";
+
+    fn new(p: &Params, init: &FlowInit) -> Self {
+        let mss = core::cmp::max(init.mss, 1);
+        let mut s = Self {
+            w: Window::new(p.init_cwnd_pkts.saturating_mul(mss), u32::MAX),
+            base_rtt_ns: init.rtt_hint_ns,
+            rtt_min_round_ns: 0,
+            rtt_min_last_ns: 0,
+            alpha_q16: 0,
+            round_start_ns: init.now_ns,
+            round_acked: 0,
+            round_marked: 0,
+            last_cut_ns: 0,
+            ai_per_rtt_q16: 0,
+            f_q16: 0,
+        };
+        s.refresh_flow_constants(p);
+        s
+    }
+
+    fn on_ack(&mut self, p: &Params, s: &AckSample) {
+        let now = s.now_ns;
+        // update_transport_state(α, rtt_base, rtt_min)
+        if s.rtt_ns != 0 {
+            if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
+                self.refresh_flow_constants(p);
+            }
+            update_min_rtt(&mut self.rtt_min_round_ns, s.rtt_ns);
+        }
+        let marked = core::cmp::min(s.marked_bytes, s.acked_bytes);
+        self.round_acked = self.round_acked.saturating_add(s.acked_bytes);
+        self.round_marked = self.round_marked.saturating_add(marked);
+        if s.send_time_ns >= self.round_start_ns && s.send_time_ns != 0 {
+            self.end_round(p, now);
+        }
+
+        let congested_dcn = marked > 0;
+        let congested_wan = self.rtt_min_last_ns != 0
+            && self.base_rtt_ns != 0
+            && self.rtt_min_last_ns as u64 > (self.base_rtt_ns as u64).saturating_add(p.t_ns as u64);
+
+        if congested_dcn || congested_wan {
+            // "time since last cwnd reduction > 1 RTT": the acked packet left
+            // after the last cut, so it carries feedback on the reduced rate.
+            if self.last_cut_ns == 0 || s.send_time_ns > self.last_cut_ns {
+                let f_dcn = if congested_dcn { sat_u32(mul_q16(self.alpha_q16 as u64, self.f_q16)) } else { 0 };
+                let f_wan = if congested_wan { p.beta_q16 } else { 0 };
+                let f = core::cmp::min(core::cmp::max(f_dcn, f_wan), p.max_md_q16);
+                self.w.md(f, p.mss);
+                self.w.exit_slow_start();
+                self.last_cut_ns = core::cmp::max(now, 1);
+            }
+        } else if !s.app_limited {
+            let left = if self.w.in_slow_start() {
+                self.w.slow_start(s.acked_bytes, crate::MAX_CWND_BYTES)
+            } else {
+                s.acked_bytes
+            };
+            if left > 0 {
+                // cwnd += h/cwnd per MSS acked, i.e. h·MSS bytes per RTT.
+                self.w.ai(self.ai_per_rtt_q16, left, crate::MAX_CWND_BYTES);
+            }
+        }
+    }
+
+    fn on_event(&mut self, p: &Params, e: Event, now: u64) {
+        match e {
+            Event::Loss { .. } => {
+                // Reno-style halving, at most once per RTT (as for ECN/delay).
+                let rtt = core::cmp::max(self.rtt_min_last_ns, self.base_rtt_ns) as u64;
+                if self.last_cut_ns == 0 || now >= self.last_cut_ns.saturating_add(rtt) {
+                    self.w.md(ONE / 2, p.mss);
+                    self.w.exit_slow_start();
+                    self.last_cut_ns = core::cmp::max(now, 1);
+                }
+            }
+            Event::Rto => {
+                let cwnd = self.w.bytes();
+                self.w.prior_cwnd = cwnd;
+                self.w.ssthresh = core::cmp::max(cwnd / 2, 2 * p.mss);
+                self.w.set(p.mss as u64, p.mss);
+                self.round_start_ns = now;
+            }
+            Event::IdleRestart => {
+                self.round_start_ns = now;
+                self.round_acked = 0;
+                self.round_marked = 0;
+                self.rtt_min_round_ns = 0;
+            }
+        }
+    }
+
+    fn cwnd(&self) -> u32 {
+        self.w.bytes()
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+    fn ssthresh(&self) -> u32 {
+        self.w.ssthresh
+    }
+    fn undo(&mut self) {
+        self.w.undo();
+    }
+}

@@ -1,0 +1,147 @@
+//! xdcc congestion-control algorithms as pure integer state machines.
+//!
+//! One source for every world: the Rust-for-Linux kernel modules under `kmods/`
+//! include these files, and the simulator, the tests and the benchmarks build
+//! them with cargo. Nothing here allocates, uses floating point or can panic:
+//! all arithmetic is explicitly saturating/wrapping/checked (the kernel builds
+//! Rust with overflow checks on), and every fraction is fixed point with its
+//! scale stated where it is declared (mostly Q16, see [`fixed`]).
+//!
+//! Each algorithm is one file that reads side by side with its paper:
+//! - [`uno`]: UnoCC, uno-sc25 §4.1, Algorithm 1.
+//! - [`gemini`]: Gemini, gemini-ton §III, Algorithm 1.
+//! - [`oscar`]: OSCAR, oscar-nsdi26 §4, Algorithms 1–2.
+//! - [`smartt`]: SMaRTT / UEC NSCC, smartt-uec-nscc §III, Algorithms 1–4.
+//!
+//! All of them implement [`CongestionControl`]: per-flow state (which must fit
+//! the kernel's private CC area, [`ICSK_CA_PRIV_SIZE`] bytes) is updated from an
+//! [`AckSample`] per ACK and from [`Event`]s (loss, RTO, idle restart); the
+//! outputs are a congestion window in bytes, an optional pacing rate and a slow
+//! start threshold. Tunables live in a separate `Params` struct per algorithm,
+//! derived from a few user-facing values ([`NetConfig`]) and checked by
+//! `validate()`; in the kernel they are global sysctls, outside the per-socket
+//! state.
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(clippy::float_arithmetic)]
+
+pub mod fixed;
+pub mod gemini;
+pub mod oscar;
+pub mod params;
+pub mod smartt;
+pub mod uno;
+mod window;
+
+pub use params::{NetConfig, ParamError};
+pub use window::Window;
+
+/// Size of the per-socket private congestion-control area in Linux 6.12
+/// (`ICSK_CA_PRIV_SIZE`, `13 * sizeof(u64)`). Every algorithm's state is
+/// checked against it at compile time.
+pub const ICSK_CA_PRIV_SIZE: usize = 104;
+
+/// Largest congestion window any algorithm will hold, in bytes (1 GiB). It is
+/// far above any real BDP (400 Gbit/s × 20 ms = 1 GB) and keeps every
+/// `window × Q16 factor` product below 2^63.
+pub const MAX_CWND_BYTES: u32 = 1 << 30;
+
+/// What the transport learned from one ACK. All times are in nanoseconds on
+/// the sender's clock (the kernel's `tcp_clock_ns()`); sizes are in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckSample {
+    /// Time the ACK is processed.
+    pub now_ns: u64,
+    /// Bytes newly acknowledged by this ACK (cumulative plus SACKed).
+    pub acked_bytes: u32,
+    /// Of `acked_bytes`, how many arrived CE-marked at the receiver (echoed as
+    /// ECE). With DCTCP-style receivers every ACK reflects the CE state of the
+    /// data it covers, so this is either 0 or `acked_bytes` per ACK.
+    pub marked_bytes: u32,
+    /// Round-trip time measured by this ACK; 0 means "no valid sample".
+    pub rtt_ns: u32,
+    /// Send time of the newest data packet this ACK covers; 0 means unknown.
+    /// Values may go backwards (retransmissions, reordering): every algorithm
+    /// tolerates that.
+    pub send_time_ns: u64,
+    /// Bytes that were in flight when that packet was sent (OSCAR's echoed
+    /// `pktInfl`; the kernel's `rate_sample.prior_in_flight`).
+    pub inflight_at_send: u32,
+    /// Bytes in flight now, after this ACK was processed.
+    pub inflight: u32,
+    /// The sender was application-limited when the acked data was sent, so a
+    /// low ACK rate says nothing about the network.
+    pub app_limited: bool,
+}
+
+/// Non-ACK events. TCP has neither packet trimming (SMaRTT) nor NACKs (Uno):
+/// a detected loss and a retransmission timeout stand in for both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Loss detected by fast retransmit/RACK; `bytes` is the size of the lost
+    /// data (one segment, usually).
+    Loss { bytes: u32 },
+    /// Retransmission timeout: everything in flight is presumed lost.
+    Rto,
+    /// The flow restarts after an idle period longer than an RTO; timers and
+    /// per-round measurements are stale.
+    IdleRestart,
+}
+
+/// What the algorithm knows when a flow starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowInit {
+    pub now_ns: u64,
+    /// Maximum segment (payload) size in bytes.
+    pub mss: u32,
+    /// An RTT estimate available at start (the handshake RTT in the kernel);
+    /// 0 when none. Used to size the initial window and the per-flow BDP until
+    /// real samples arrive.
+    pub rtt_hint_ns: u32,
+}
+
+/// The common interface of every xdcc algorithm.
+pub trait CongestionControl: Sized {
+    /// Global tunables (the same for all flows of a host).
+    type Params;
+    /// Name as registered with the kernel (`net.ipv4.tcp_congestion_control`).
+    const NAME: &'static str;
+    /// Creates the per-flow state.
+    fn new(p: &Self::Params, init: &FlowInit) -> Self;
+    /// Processes one ACK.
+    fn on_ack(&mut self, p: &Self::Params, s: &AckSample);
+    /// Processes a loss, RTO or idle restart at time `now_ns`.
+    fn on_event(&mut self, p: &Self::Params, e: Event, now_ns: u64);
+    /// Congestion window in bytes, always within `[min, MAX_CWND_BYTES]`.
+    fn cwnd(&self) -> u32;
+    /// Pacing rate in bytes per second, if the algorithm paces.
+    fn pacing_rate(&self) -> Option<u64>;
+    /// Slow-start threshold in bytes (`u32::MAX`: none).
+    fn ssthresh(&self) -> u32;
+    /// Restores the window from before the last loss reaction (the kernel
+    /// calls this when a loss turns out to be spurious).
+    fn undo(&mut self);
+}
+
+/// Base RTT bookkeeping shared by all algorithms: the minimum RTT seen over the
+/// flow's life (the papers' `RTT_base`, "minimum RTT observed during a long
+/// time"), seeded by the handshake hint.
+pub(crate) fn update_min_rtt(base_rtt_ns: &mut u32, rtt_ns: u32) -> bool {
+    if rtt_ns != 0 && (rtt_ns < *base_rtt_ns || *base_rtt_ns == 0) {
+        *base_rtt_ns = rtt_ns;
+        true
+    } else {
+        false
+    }
+}
+
+/// Compile-time check that a per-flow state fits the kernel's private area.
+#[macro_export]
+macro_rules! assert_fits_ca_priv {
+    ($t:ty) => {
+        const _: () = assert!(
+            core::mem::size_of::<$t>() <= $crate::ICSK_CA_PRIV_SIZE,
+            "per-flow CC state does not fit ICSK_CA_PRIV_SIZE"
+        );
+    };
+}

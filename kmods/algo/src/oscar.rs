@@ -1,0 +1,341 @@
+//! OSCAR — oscar-nsdi26 §4, Algorithm 1 (batched estimator) and Algorithm 2
+//! (main algorithm).
+//!
+//! Model. A MIMD controller on a *unified ratio* `u` (the flow's share of the
+//! bottleneck, 1.0 = line rate), driven by two loops that each converge in one
+//! step when their signal is precise (§3.2–3.3):
+//! - ⟨delay, window⟩: when flows are window-bound, delay reflects the total
+//!   window: `u_w = inflight / (delay · μ)`.
+//! - ⟨gradient, rate⟩: when flows are rate-bound, the delay gradient reflects
+//!   the total rate: `u_r = rate / ((1 + gradient) · μ)`.
+//! - Coordination (§4.2): below the target delay take the larger of the two
+//!   (accelerate), above it the smaller (decelerate); if the delay equals the
+//!   base RTT (within ε) the queue is empty and both signals are blind: hyper
+//!   increase `u += U_HAI`. After every update `u += U_AI` for fairness (§4.3).
+//! - Outputs: `w = max(u · D_target · μ, BDP_base)`, `r = u · μ`: OSCAR sets both
+//!   a window and a pacing rate.
+//!
+//! The batched estimator (Algorithm 1) accumulates, per ACK, Σx, Σy, Σx², Σxy,
+//! n and Σinflight, with x = send time and y = packet delay, and every τ (with
+//! at least 3 samples) produces the mean delay, the least-squares slope, the
+//! mean inflight and the send rate, using the state *synchronized with* those
+//! packets as the reference (§4.1.2). Here x is measured **relative to the
+//! batch start** and y **relative to the batch's first delay**, so for any
+//! realistic batch (x ≤ 2^32 ns, |y| ≤ 2^31 ns) the sums stay within 64 bits;
+//! the slope's two cross products are formed once per batch in 128 bits and
+//! reduced by shifting before a single 64-bit division (no 128-bit division
+//! exists in the kernel).
+//!
+//! Choices (documented):
+//! - Time unit: ns throughout (the paper's 4-byte ns timestamps; the kernel has
+//!   `tcp_clock_ns()` and the skb's ns send time).
+//! - Send rate uses the bytes acked by the batch's samples instead of
+//!   `counts · MTU` (identical with one ACK per packet; right with delayed or
+//!   stretched ACKs).
+//! - §4.2's text says OSCAR "does not set the window above the base BDP", but
+//!   Algorithm 2 line 12 reads `w = max(u·D_target·μ, BDP_base)`, i.e. never
+//!   *below* it; we implement the pseudocode (a floor), which keeps a flow
+//!   rate-bound, not window-starved, when its share is small.
+//! - Losses (the paper's Appendix A.1 treats full queues via delay): a loss
+//!   halves `u` at most once per RTT; an RTO quarters it. The estimator restarts
+//!   after an RTO or idle period, and a batch whose span exceeds 4τ (a stall)
+//!   is discarded rather than used.
+//! - ε (delay equal to base RTT): `eps_q16 × RTT_base`, default 1/16, with a
+//!   1 µs floor (kernel RTT resolution).
+
+use crate::fixed::{bdp_bytes, div_wide_q16, mul_div, mul_q16, ratio_q16, sat_u32, wide_mul_sub, ONE, NSEC_PER_SEC};
+use crate::params::{check, NetConfig, ParamError};
+use crate::{assert_fits_ca_priv, update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
+
+/// Fewest samples a batch needs before it is evaluated (Algorithm 1, line 7).
+pub const MIN_SAMPLES: u32 = 3;
+
+/// OSCAR tunables (its four parameters plus the link description).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// μ, the bottleneck line rate in bytes/s.
+    pub rate_bytes_per_sec: u64,
+    /// Packet size in bytes (window floor).
+    pub mtu: u32,
+    /// D_target as a multiple of the flow's base RTT, Q16 (1.5).
+    pub d_target_q16: u32,
+    /// τ, the estimator period, as a multiple of the base RTT, Q16 (0.5).
+    pub tau_q16: u32,
+    /// U_HAI, hyper increase step, Q16 (0.01).
+    pub u_hai_q16: u32,
+    /// U_AI, fairness step after each update, Q16 (0.001).
+    pub u_ai_q16: u32,
+    /// ε as a fraction of the base RTT, Q16 (1/16).
+    pub eps_q16: u32,
+    /// Bounds on u, Q16 (1/1024 .. 2).
+    pub u_min_q16: u32,
+    pub u_max_q16: u32,
+}
+
+impl Params {
+    /// The paper's defaults (oscar-nsdi26 §4.4, Table 3).
+    pub const fn from_net(n: &NetConfig) -> Self {
+        Self {
+            rate_bytes_per_sec: n.rate_bytes_per_sec(),
+            mtu: n.mtu,
+            d_target_q16: ONE * 3 / 2,
+            tau_q16: ONE / 2,
+            u_hai_q16: ONE / 100,
+            u_ai_q16: ONE / 1000,
+            eps_q16: ONE / 16,
+            u_min_q16: ONE / 1024,
+            u_max_q16: 2 * ONE,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ParamError> {
+        check("rate_bytes_per_sec", self.rate_bytes_per_sec, 125_000, 400_000_000_000)?;
+        check("mtu", self.mtu as u64, 256, 65_535)?;
+        check("d_target_q16", self.d_target_q16 as u64, ONE as u64 + 1, 16 * ONE as u64)?;
+        check("tau_q16", self.tau_q16 as u64, ONE as u64 / 16, 4 * ONE as u64)?;
+        check("u_hai_q16", self.u_hai_q16 as u64, 1, ONE as u64)?;
+        check("u_ai_q16", self.u_ai_q16 as u64, 1, ONE as u64 / 4)?;
+        check("eps_q16", self.eps_q16 as u64, 0, ONE as u64)?;
+        check("u_min_q16", self.u_min_q16 as u64, 1, ONE as u64)?;
+        check("u_max_q16", self.u_max_q16 as u64, self.u_min_q16 as u64, 16 * ONE as u64)?;
+        Ok(())
+    }
+}
+
+/// One batch's result (Algorithm 1, lines 8–10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Estimate {
+    /// Mean packet delay (RTT) in ns.
+    pub delay_ns: u32,
+    /// Least-squares slope of delay over send time, Q16 (dimensionless:
+    /// ns of delay per ns of time).
+    pub gradient_q16: i32,
+    /// Mean bytes in flight when the batch's packets were sent.
+    pub inflight_bytes: u32,
+    /// Send rate over the batch, bytes/s.
+    pub rate_bytes_per_sec: u64,
+}
+
+/// Batched least squares (Algorithm 1) with constant state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Estimator {
+    /// Send time that opened this batch (x = send time − start).
+    start_ns: u64,
+    /// `start_ns` is set (false: the next sample opens the batch).
+    started: bool,
+    /// First delay of the batch (y = delay − y0).
+    y0_ns: u32,
+    n: u32,
+    sum_x: u64,
+    sum_xx: u64,
+    sum_y: i64,
+    sum_xy: i64,
+    sum_infl: u64,
+    sum_acked: u64,
+}
+
+impl Estimator {
+    /// Starts a batch at send time `start_ns`.
+    pub fn restart(&mut self, start_ns: u64) {
+        *self = Self { start_ns, started: true, ..Self::default() };
+    }
+
+    /// Forgets everything; the next sample opens a new batch.
+    pub fn reset(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Adds one sample; returns the estimate when the batch spans at least
+    /// `tau_ns` and holds at least three samples, then starts the next batch
+    /// at this sample's send time. A batch spanning more than `4·tau_ns` is
+    /// stale (idle, stall) and is discarded.
+    pub fn add(&mut self, send_ns: u64, delay_ns: u32, inflight: u32, acked: u32, tau_ns: u64) -> Option<Estimate> {
+        if !self.started {
+            self.restart(send_ns);
+        }
+        // Out-of-order send times count as the batch start.
+        let x = send_ns.saturating_sub(self.start_ns);
+        if x > tau_ns.saturating_mul(4) {
+            self.restart(send_ns);
+            return self.add(send_ns, delay_ns, inflight, acked, tau_ns);
+        }
+        let x = core::cmp::min(x, u32::MAX as u64);
+        if self.n == 0 {
+            self.y0_ns = delay_ns;
+        }
+        let y = delay_ns as i64 - self.y0_ns as i64;
+        self.sum_x = self.sum_x.saturating_add(x);
+        self.sum_xx = self.sum_xx.saturating_add(x * x);
+        self.sum_y = self.sum_y.saturating_add(y);
+        self.sum_xy = self.sum_xy.saturating_add((x as i64).saturating_mul(y));
+        self.sum_infl = self.sum_infl.saturating_add(inflight as u64);
+        self.sum_acked = self.sum_acked.saturating_add(acked as u64);
+        self.n = self.n.saturating_add(1);
+        if x >= tau_ns && self.n >= MIN_SAMPLES {
+            let e = self.estimate(x);
+            self.restart(send_ns);
+            e
+        } else {
+            None
+        }
+    }
+
+    /// Evaluates the batch (needs ≥ 3 samples and a non-degenerate spread of
+    /// send times; `span_ns` is the batch duration).
+    pub fn estimate(&self, span_ns: u64) -> Option<Estimate> {
+        if self.n < MIN_SAMPLES || span_ns == 0 {
+            return None;
+        }
+        let n = self.n as i64;
+        // Means. sum_x ≤ n·2^32 fits i64 for n < 2^31.
+        let sum_x = core::cmp::min(self.sum_x, i64::MAX as u64) as i64;
+        let sum_xx = core::cmp::min(self.sum_xx, i64::MAX as u64) as i64;
+        let delay = (self.y0_ns as i64).saturating_add(self.sum_y / n);
+        // g = (n·Σxy − Σx·Σy) / (n·Σx² − (Σx)²)  (eq. 7)
+        let num = wide_mul_sub(n, self.sum_xy, sum_x, self.sum_y);
+        let den = wide_mul_sub(n, sum_xx, sum_x, sum_x);
+        let gradient = div_wide_q16(num, den)?;
+        Some(Estimate {
+            delay_ns: delay.clamp(0, u32::MAX as i64) as u32,
+            gradient_q16: gradient,
+            inflight_bytes: sat_u32(self.sum_infl / self.n as u64),
+            rate_bytes_per_sec: mul_div(self.sum_acked, NSEC_PER_SEC, span_ns),
+        })
+    }
+
+    /// Samples in the current batch.
+    pub fn samples(&self) -> u32 {
+        self.n
+    }
+}
+
+/// Per-flow OSCAR state (fits `ICSK_CA_PRIV_SIZE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Oscar {
+    est: Estimator,
+    base_rtt_ns: u32,
+    /// Unified ratio u, Q16.
+    u_q16: u32,
+    /// Window in bytes (output).
+    cwnd: u32,
+    /// Pacing rate `u·μ` in bytes/s (output).
+    rate_bytes_per_sec: u64,
+    /// No second loss reaction before this time.
+    loss_holdoff_until_ns: u64,
+}
+assert_fits_ca_priv!(Oscar);
+
+impl Oscar {
+    /// Current unified ratio u, Q16. For stats and tests.
+    pub fn u_q16(&self) -> u32 {
+        self.u_q16
+    }
+    pub fn base_rtt_ns(&self) -> u32 {
+        self.base_rtt_ns
+    }
+
+    fn d_target_ns(&self, p: &Params) -> u64 {
+        mul_q16(self.base_rtt_ns as u64, p.d_target_q16)
+    }
+
+    fn set_outputs(&mut self, p: &Params) {
+        self.u_q16 = self.u_q16.clamp(p.u_min_q16, p.u_max_q16);
+        let target_window = bdp_bytes(p.rate_bytes_per_sec, sat_u32(self.d_target_ns(p)));
+        let w = mul_q16(target_window, self.u_q16);
+        let floor = core::cmp::max(bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns), 2 * p.mtu as u64);
+        self.cwnd = sat_u32(core::cmp::min(core::cmp::max(w, floor), crate::MAX_CWND_BYTES as u64));
+        self.rate_bytes_per_sec = core::cmp::max(mul_q16(p.rate_bytes_per_sec, self.u_q16), 1);
+    }
+
+    /// Algorithm 2, lines 4–13, on one estimate.
+    fn control(&mut self, p: &Params, e: &Estimate) {
+        let base = self.base_rtt_ns as u64;
+        let eps = core::cmp::max(mul_q16(base, p.eps_q16), 1_000);
+        if (e.delay_ns as u64) <= base.saturating_add(eps) {
+            self.u_q16 = self.u_q16.saturating_add(p.u_hai_q16); // hyper increase
+        } else {
+            let mu = p.rate_bytes_per_sec;
+            // ⟨delay, window⟩: u_w = inflight / (delay·μ)
+            let u_w = ratio_q16(e.inflight_bytes as u64, bdp_bytes(mu, e.delay_ns));
+            // ⟨gradient, rate⟩: u_r = rate / ((1 + g)·μ). Physically g ≥ −1;
+            // keep the divisor ≥ 1/64 so a draining queue gives a bounded jump.
+            let one_plus_g = (ONE as i64 + e.gradient_q16 as i64).max(ONE as i64 / 64) as u64;
+            let rate_ratio = ratio_q16(e.rate_bytes_per_sec, mu) as u64;
+            let u_r = sat_u32(mul_div(rate_ratio, ONE as u64, one_plus_g));
+            self.u_q16 = if (e.delay_ns as u64) < self.d_target_ns(p) {
+                core::cmp::max(u_w, u_r)
+            } else {
+                core::cmp::min(u_w, u_r)
+            };
+            self.u_q16 = self.u_q16.saturating_add(p.u_ai_q16);
+        }
+        self.set_outputs(p);
+    }
+
+    fn tau_ns(&self, p: &Params) -> u64 {
+        core::cmp::max(mul_q16(self.base_rtt_ns as u64, p.tau_q16), 1)
+    }
+}
+
+impl CongestionControl for Oscar {
+    type Params = Params;
+    const NAME: &'static str = "oscar";
+
+    fn new(p: &Params, init: &FlowInit) -> Self {
+        let mut s = Self {
+            est: Estimator::default(),
+            base_rtt_ns: init.rtt_hint_ns,
+            u_q16: ONE, // "OSCAR starts at line rate (u = 1)"
+            cwnd: 0,
+            rate_bytes_per_sec: 0,
+            loss_holdoff_until_ns: 0,
+        };
+        s.set_outputs(p);
+        s
+    }
+
+    fn on_ack(&mut self, p: &Params, s: &AckSample) {
+        if s.rtt_ns == 0 {
+            return;
+        }
+        if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
+            self.set_outputs(p);
+        }
+        let send = if s.send_time_ns != 0 { s.send_time_ns } else { s.now_ns.saturating_sub(s.rtt_ns as u64) };
+        let tau = self.tau_ns(p);
+        if let Some(e) = self.est.add(send, s.rtt_ns, s.inflight_at_send, s.acked_bytes, tau) {
+            if !s.app_limited || e.delay_ns as u64 > self.base_rtt_ns as u64 {
+                self.control(p, &e);
+            }
+        }
+    }
+
+    fn on_event(&mut self, p: &Params, e: Event, now: u64) {
+        match e {
+            Event::Loss { .. } => {
+                if now >= self.loss_holdoff_until_ns {
+                    self.u_q16 /= 2;
+                    self.set_outputs(p);
+                    self.loss_holdoff_until_ns = now.saturating_add(self.base_rtt_ns as u64);
+                }
+            }
+            Event::Rto => {
+                self.u_q16 /= 4;
+                self.set_outputs(p);
+                self.est.reset();
+            }
+            Event::IdleRestart => self.est.reset(),
+        }
+    }
+
+    fn cwnd(&self) -> u32 {
+        self.cwnd
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        Some(self.rate_bytes_per_sec)
+    }
+    fn ssthresh(&self) -> u32 {
+        self.cwnd
+    }
+    fn undo(&mut self) {}
+}

@@ -1,0 +1,356 @@
+//! SMaRTT / UEC NSCC — smartt-uec-nscc §III, Algorithms 1–4.
+//!
+//! Model. A per-ACK window controller on ECN × delay (Algorithm 1):
+//!
+//! | ECN | RTT vs target | action                                            |
+//! |-----|---------------|---------------------------------------------------|
+//! | yes | above         | MD, once per base RTT: `cwnd *= max(0.5, 1 − γ·(avg_rtt − trtt)/avg_rtt)` (eq. 1) |
+//! | yes | below         | no change (a load balancer may repath: see [`Smartt::repath_hint`]) |
+//! | no  | above         | fair increase: `cwnd += size/cwnd · mtu · fi` (eq. 2) |
+//! | no  | below         | proportional increase (eq. 3), then fair increase |
+//!
+//! plus QuickAdapt (Algorithm 2: on heavy congestion, once per target RTT, set
+//! the window to the bytes acked in the last target RTT and ignore the
+//! congestion signals of the bytes then in flight), FastIncrease (Algorithm 3:
+//! after a window of clean ACKs near the base RTT, `+k·mtu` per ACK) and the
+//! clamp `mtu ≤ cwnd ≤ 1.5·BDP` (§III-J). Increase constants are scaled by the
+//! path BDP relative to a reference BDP, so flows with different base RTTs ramp
+//! up in the same wall-clock time (§III-J "Scaling").
+//!
+//! **TCP has no packet trimming**: a detected loss ([`Event::Loss`]) stands in
+//! for a trimmed packet (window shrinks by its size, QuickAdapt is armed), and
+//! an RTO is treated the same way. Without trimming the paper's rule for
+//! arming QuickAdapt (§III-E a) is also used: at the end of a target-RTT
+//! measurement, if the RTT is above the QA delay threshold and fewer than
+//! `β·cwnd` bytes were acked.
+//!
+//! Choices (documented, tunable):
+//! - Target RTT per flow: `trtt = 1.5 × the flow's base RTT` (the paper's
+//!   setting; with inter- and intra-DC flows a single network-wide target
+//!   would keep every long-RTT flow "above target").
+//! - `fi` = 5 MTU per RTT at the reference BDP and `ref_bdp` = 100 Gbit/s ×
+//!   12 µs = 150 kB, the public UEC code's reference (`initNsccParams`); `pi`
+//!   = base/(trtt − base) = 2 as derived in §III-I4.
+//! - `avg_rtt` is an EWMA with gain 0.0125 per ACK (UEC code); "RTT ≈ base" for
+//!   FastIncrease means within 5 % (1 µs floor).
+//! - The per-8-MTU batching of the UEC code is not used: updates are per ACK.
+
+use crate::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE, SHIFT};
+use crate::params::{check, NetConfig, ParamError};
+use crate::window::Window;
+use crate::{assert_fits_ca_priv, update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
+
+/// SMaRTT tunables. Fractions are Q16 (`ONE` = 1.0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Line rate in bytes/s (BDP = rate × base RTT).
+    pub rate_bytes_per_sec: u64,
+    /// MTU in bytes.
+    pub mtu: u32,
+    /// Target RTT as a multiple of the base RTT (1.5).
+    pub target_q16: u32,
+    /// γ in eq. 1 (0.8).
+    pub gamma_q16: u32,
+    /// Largest MD cut (0.5).
+    pub max_md_q16: u32,
+    /// fi: fair increase in MTU per RTT at the reference BDP (5).
+    pub fi_q16: u32,
+    /// pi: proportional increase constant (2 = base/(trtt − base)).
+    pub pi_q16: u32,
+    /// BDP the increase constants are scaled against, bytes (150 000).
+    pub ref_bdp_bytes: u32,
+    /// Gain of the avg_rtt EWMA per ACK (0.0125).
+    pub avg_rtt_gain_q16: u32,
+    /// FastIncrease step k in MTUs per ACK (2).
+    pub fast_increase_k: u32,
+    /// "RTT ≈ base RTT" tolerance for FastIncrease (0.05).
+    pub fast_increase_tol_q16: u32,
+    /// Without trimming, QA is armed when RTT > qa_delay × base (1.5) ...
+    pub qa_delay_q16: u32,
+    /// ... and fewer than qa_beta × cwnd bytes were acked in a target RTT (0.5).
+    pub qa_beta_q16: u32,
+    /// QuickAdapt window = acked × qa_scaling (1.0).
+    pub qa_scaling_q16: u32,
+    /// Window cap as a multiple of the flow's BDP (1.5).
+    pub max_wnd_bdp_q16: u32,
+    /// Initial window as a multiple of the handshake BDP (1.0: line rate).
+    pub init_bdp_q16: u32,
+}
+
+impl Params {
+    /// The paper's defaults (§III-J) and the UEC reference code's constants.
+    pub const fn from_net(n: &NetConfig) -> Self {
+        Self {
+            rate_bytes_per_sec: n.rate_bytes_per_sec(),
+            mtu: n.mtu,
+            target_q16: ONE * 3 / 2,
+            gamma_q16: ONE * 8 / 10,
+            max_md_q16: ONE / 2,
+            fi_q16: 5 * ONE,
+            pi_q16: 2 * ONE,
+            ref_bdp_bytes: 150_000,
+            avg_rtt_gain_q16: ONE / 80,
+            fast_increase_k: 2,
+            fast_increase_tol_q16: ONE / 20,
+            qa_delay_q16: ONE * 3 / 2,
+            qa_beta_q16: ONE / 2,
+            qa_scaling_q16: ONE,
+            max_wnd_bdp_q16: ONE * 3 / 2,
+            init_bdp_q16: ONE,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ParamError> {
+        check("rate_bytes_per_sec", self.rate_bytes_per_sec, 125_000, 400_000_000_000)?;
+        check("mtu", self.mtu as u64, 256, 65_535)?;
+        check("target_q16", self.target_q16 as u64, ONE as u64 + 1, 16 * ONE as u64)?;
+        check("gamma_q16", self.gamma_q16 as u64, 0, ONE as u64)?;
+        check("max_md_q16", self.max_md_q16 as u64, 1, ONE as u64 * 15 / 16)?;
+        check("fi_q16", self.fi_q16 as u64, 0, 100 * ONE as u64)?;
+        check("pi_q16", self.pi_q16 as u64, 0, 100 * ONE as u64)?;
+        check("ref_bdp_bytes", self.ref_bdp_bytes as u64, 1_000, 1 << 30)?;
+        check("avg_rtt_gain_q16", self.avg_rtt_gain_q16 as u64, 1, ONE as u64)?;
+        check("fast_increase_k", self.fast_increase_k as u64, 0, 64)?;
+        check("fast_increase_tol_q16", self.fast_increase_tol_q16 as u64, 0, ONE as u64)?;
+        check("qa_delay_q16", self.qa_delay_q16 as u64, ONE as u64, 64 * ONE as u64)?;
+        check("qa_beta_q16", self.qa_beta_q16 as u64, 0, ONE as u64)?;
+        check("qa_scaling_q16", self.qa_scaling_q16 as u64, ONE as u64 / 8, 4 * ONE as u64)?;
+        check("max_wnd_bdp_q16", self.max_wnd_bdp_q16 as u64, ONE as u64 / 2, 64 * ONE as u64)?;
+        check("init_bdp_q16", self.init_bdp_q16 as u64, 0, 4 * ONE as u64)?;
+        Ok(())
+    }
+}
+
+/// Per-flow SMaRTT state (fits `ICSK_CA_PRIV_SIZE`; the paper's hardware
+/// version needs 19 bytes, ours keeps wider counters and cached constants).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Smartt {
+    w: Window,
+    base_rtt_ns: u32,
+    avg_rtt_ns: u32,
+    /// QuickAdapt: end of the current measurement (0: not started), bytes
+    /// acked in it, and whether a loss armed it.
+    qa_end_ns: u64,
+    qa_acked: u32,
+    trigger_qa: bool,
+    /// The last ACK fell in the "ECN, RTT below target" case.
+    repath: bool,
+    /// FastIncrease active.
+    fast_increase: bool,
+    /// Ignore phase after QuickAdapt.
+    bytes_to_ignore: u32,
+    bytes_ignored: u32,
+    /// Contiguous clean bytes (FastIncrease).
+    clean_bytes: u32,
+    last_md_ns: u64,
+    /// Cached per-flow constants (change with the base RTT): window cap in
+    /// bytes, fair and proportional increase in bytes per RTT (Q16).
+    max_wnd: u32,
+    fi_per_rtt_q16: u64,
+    pi_per_rtt_q16: u64,
+}
+assert_fits_ca_priv!(Smartt);
+
+impl Smartt {
+    fn refresh_flow_constants(&mut self, p: &Params) {
+        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns);
+        self.max_wnd = sat_u32(core::cmp::max(mul_q16(bdp, p.max_wnd_bdp_q16), p.mtu as u64));
+        // Scaling a = BDP / ref_BDP; constants in bytes per RTT = k · mtu · a.
+        let per_mtu_a_q16 = mul_div((p.mtu as u64) << SHIFT, bdp, p.ref_bdp_bytes as u64);
+        self.fi_per_rtt_q16 = mul_q16(per_mtu_a_q16, p.fi_q16);
+        self.pi_per_rtt_q16 = mul_q16(per_mtu_a_q16, p.pi_q16);
+    }
+
+    fn target_rtt_ns(&self, p: &Params) -> u64 {
+        mul_q16(self.base_rtt_ns as u64, p.target_q16)
+    }
+
+    /// True when the last ACK was ECN-marked with an RTT below target: the
+    /// congestion may be a path collision, and a load balancer (UnoLB/REPS)
+    /// should try another path. The window is left untouched.
+    pub fn repath_hint(&self) -> bool {
+        self.repath
+    }
+    pub fn base_rtt_ns(&self) -> u32 {
+        self.base_rtt_ns
+    }
+    pub fn avg_rtt_ns(&self) -> u32 {
+        self.avg_rtt_ns
+    }
+
+    /// Algorithm 2. Returns whether the window was adapted.
+    fn quick_adapt(&mut self, p: &Params, now: u64, rtt: u32, inflight: u32, app_limited: bool) -> bool {
+        let mut adapted = false;
+        if now >= self.qa_end_ns {
+            // Without trimming: arm QA on high delay and few acked bytes.
+            if !app_limited
+                && rtt as u64 > mul_q16(self.base_rtt_ns as u64, p.qa_delay_q16)
+                && (self.qa_acked as u64) < mul_q16(self.w.bytes() as u64, p.qa_beta_q16)
+            {
+                self.trigger_qa = true;
+            }
+            if self.trigger_qa && self.qa_end_ns != 0 {
+                self.trigger_qa = false;
+                adapted = true;
+                self.w.prior_cwnd = self.w.bytes();
+                self.w.set(mul_q16(self.qa_acked as u64, p.qa_scaling_q16), p.mtu);
+                self.bytes_to_ignore = inflight;
+                self.bytes_ignored = 0;
+            }
+            self.qa_end_ns = now.saturating_add(core::cmp::max(self.target_rtt_ns(p), 1));
+            self.qa_acked = 0;
+        }
+        adapted
+    }
+
+    /// Algorithm 3. Returns whether FastIncrease is active.
+    fn fast_increase(&mut self, p: &Params, rtt: u32, marked: bool, acked: u32) -> bool {
+        let base = self.base_rtt_ns as u64;
+        let tol = core::cmp::max(mul_q16(base, p.fast_increase_tol_q16), 1_000);
+        if !marked && (rtt as u64) <= base.saturating_add(tol) {
+            self.clean_bytes = self.clean_bytes.saturating_add(acked);
+            if self.clean_bytes > self.w.bytes() || self.fast_increase {
+                let inc = (p.fast_increase_k as u64).saturating_mul(p.mtu as u64) << SHIFT;
+                self.w.add_q16(inc, self.max_wnd);
+                self.fast_increase = true;
+                return true;
+            }
+        } else {
+            self.clean_bytes = 0;
+            self.fast_increase = false;
+        }
+        false
+    }
+
+    /// Algorithm 1 (with eqs. 1–3).
+    fn core_cases(&mut self, p: &Params, now: u64, rtt: u32, marked: bool, acked: u32) {
+        let trtt = self.target_rtt_ns(p);
+        let above = rtt as u64 > trtt;
+        self.repath = marked && !above;
+        match (marked, above) {
+            (true, true) => {
+                // Multiplicative decrease, once per base RTT (eq. 1).
+                if self.last_md_ns == 0 || now >= self.last_md_ns.saturating_add(self.base_rtt_ns as u64) {
+                    let avg = core::cmp::max(self.avg_rtt_ns as u64, 1);
+                    let excess = avg.saturating_sub(trtt);
+                    let cut = mul_q16(ratio_q16(excess, avg) as u64, p.gamma_q16);
+                    let cut = core::cmp::min(cut, p.max_md_q16 as u64) as u32;
+                    if cut > 0 {
+                        self.w.md(cut, p.mtu);
+                        self.last_md_ns = core::cmp::max(now, 1);
+                    }
+                }
+            }
+            (true, false) => {} // load-balancer path change; window unchanged
+            (false, true) => self.w.ai(self.fi_per_rtt_q16, acked, self.max_wnd),
+            (false, false) => {
+                // Proportional increase (eq. 3): (trtt − rtt)/rtt · size/cwnd ·
+                // mtu · pi, at most `size`, followed by a fair increase.
+                let gap_q16 = ratio_q16(trtt.saturating_sub(rtt as u64), core::cmp::max(rtt, 1) as u64);
+                let per_rtt = mul_q16(self.pi_per_rtt_q16, gap_q16);
+                let cwnd = core::cmp::max(self.w.bytes(), 1) as u64;
+                let inc = core::cmp::min(mul_div(per_rtt, acked as u64, cwnd), (acked as u64) << SHIFT);
+                self.w.add_q16(inc, self.max_wnd);
+                self.w.ai(self.fi_per_rtt_q16, acked, self.max_wnd);
+            }
+        }
+    }
+
+    /// A trimmed packet in the paper; a detected loss or RTO here.
+    fn on_trim(&mut self, p: &Params, now: u64, bytes: u32) {
+        if self.bytes_ignored < self.bytes_to_ignore {
+            return; // still in QuickAdapt's ignore phase
+        }
+        self.w.prior_cwnd = self.w.bytes();
+        let c = self.w.bytes().saturating_sub(bytes);
+        self.w.set(c as u64, p.mtu);
+        self.trigger_qa = true;
+        // The in-flight bytes are unknown here; the window bounds them.
+        let inflight = self.w.bytes();
+        self.quick_adapt(p, now, 0, inflight, true);
+    }
+}
+
+impl CongestionControl for Smartt {
+    type Params = Params;
+    const NAME: &'static str = "smartt";
+
+    fn new(p: &Params, init: &FlowInit) -> Self {
+        let base = if init.rtt_hint_ns != 0 { init.rtt_hint_ns } else { 100_000 };
+        let bdp = bdp_bytes(p.rate_bytes_per_sec, base);
+        let cwnd = core::cmp::max(mul_q16(bdp, p.init_bdp_q16), p.mtu as u64);
+        let mut s = Self {
+            w: Window::new(sat_u32(cwnd), 0),
+            base_rtt_ns: base,
+            avg_rtt_ns: base,
+            qa_end_ns: 0,
+            qa_acked: 0,
+            trigger_qa: false,
+            repath: false,
+            fast_increase: false,
+            bytes_to_ignore: 0,
+            bytes_ignored: 0,
+            clean_bytes: 0,
+            last_md_ns: 0,
+            max_wnd: 0,
+            fi_per_rtt_q16: 0,
+            pi_per_rtt_q16: 0,
+        };
+        s.refresh_flow_constants(p);
+        s.w.clamp(p.mtu, s.max_wnd);
+        s
+    }
+
+    fn on_ack(&mut self, p: &Params, s: &AckSample) {
+        let now = s.now_ns;
+        let acked = s.acked_bytes;
+        let marked = s.marked_bytes > 0;
+        self.qa_acked = self.qa_acked.saturating_add(acked);
+        self.bytes_ignored = self.bytes_ignored.saturating_add(acked);
+        if s.rtt_ns != 0 {
+            if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
+                self.refresh_flow_constants(p);
+            }
+            let avg = self.avg_rtt_ns as i64;
+            let delta = (s.rtt_ns as i64 - avg).saturating_mul(p.avg_rtt_gain_q16 as i64) >> SHIFT;
+            self.avg_rtt_ns = (avg + delta).clamp(0, u32::MAX as i64) as u32;
+        }
+        let rtt = if s.rtt_ns != 0 { s.rtt_ns } else { self.avg_rtt_ns };
+        self.repath = false;
+
+        if self.bytes_ignored >= self.bytes_to_ignore
+            && !self.quick_adapt(p, now, rtt, s.inflight, s.app_limited)
+            && !self.fast_increase(p, rtt, marked, acked)
+        {
+            self.core_cases(p, now, rtt, marked, acked);
+        }
+        self.w.clamp(p.mtu, self.max_wnd);
+    }
+
+    fn on_event(&mut self, p: &Params, e: Event, now: u64) {
+        match e {
+            Event::Loss { bytes } => self.on_trim(p, now, bytes),
+            Event::Rto => self.on_trim(p, now, p.mtu),
+            Event::IdleRestart => {
+                self.qa_end_ns = 0;
+                self.qa_acked = 0;
+                self.clean_bytes = 0;
+                self.fast_increase = false;
+            }
+        }
+        self.w.clamp(p.mtu, self.max_wnd);
+    }
+
+    fn cwnd(&self) -> u32 {
+        self.w.bytes()
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+    fn ssthresh(&self) -> u32 {
+        self.w.bytes()
+    }
+    fn undo(&mut self) {
+        self.w.undo();
+    }
+}

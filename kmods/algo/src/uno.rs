@@ -1,0 +1,341 @@
+//! UnoCC — uno-sc25 §4.1, Algorithm 1 ("UnoCC's control loop").
+//!
+//! Model. A window-based AIMD on ECN for intra- *and* inter-DC flows:
+//! - **AI (ONACK)**: every ACK not ECN-marked grows the window by
+//!   `α · bytes_acked / cwnd`, with α = 0.001 × the flow's BDP, i.e. α bytes
+//!   per RTT (§4.1.1).
+//! - **MD (ONEPOCH)**: at most once per *epoch*. An epoch is activated at the
+//!   first ACK (`T_epoch` = its arrival time) and ends with the first ACK for a
+//!   packet *sent* at or after `T_epoch`; then `T_epoch += epoch_period`. The
+//!   epoch period is the **intra-DC** RTT for every flow, so inter-DC flows
+//!   react at intra-DC granularity (the paper's key difference to Gemini). A
+//!   congested epoch (any mark) cuts `cwnd *= 1 − MD_ECN · MD_scale` with
+//!   `MD_ECN = E · 4K/(K + BDP)`, `E` the EWMA of the per-epoch marked fraction.
+//! - **Phantom vs physical queues**: if the epoch's delay shows no physical
+//!   queue (RTT within a small tolerance of the base RTT), the marks came from
+//!   phantom queues only and the cut is made gentler, `MD_scale *= 0.3`;
+//!   otherwise `MD_scale = 1`.
+//! - **QuickAdapt (ONQA)**: once per RTT, if fewer than `β · cwnd` bytes were
+//!   acked in that RTT the network is extremely congested and the window drops
+//!   to the bytes acked; then one RTT of hold-off without QA or MD (§4.1.2).
+//!
+//! Paper vs reference code (spcl/Uno_SC25 `sim/lcp.cpp`), choices made here:
+//! - Physical-queue test: paper says "delay == 0"; code uses
+//!   `rtt > 1.055 × base_rtt`. We use the code's relative tolerance
+//!   (`queue_delay_tol_q16`, default 0.055) with a 1 µs floor (the kernel's RTT
+//!   resolution), because an exact zero never happens with real clocks.
+//! - Gentle factor: paper 0.3 (`phantom_md_scale_q16`), code 0.35: tunable.
+//! - E's EWMA gain: code 1.0 (no smoothing), paper runs 0.65: default 0.65
+//!   (weight of the newest epoch), tunable (`ecn_ewma_gain_q16 = ONE` gives the
+//!   code's behaviour).
+//! - QuickAdapt window: paper `cwnd = bytes_acked`, code `× 0.96`: default 1.0,
+//!   tunable (`qa_scale_q16`). The code's extra RTT-based QA trigger is not used.
+//! - AI: code increases only while `rtt < target`; we follow the paper (every
+//!   unmarked ACK).
+//! - Loss (stands in for NACK/timeout, which TCP does not have): one cut as if
+//!   the whole epoch were marked (`E = 1`), at most once per RTT. RTO: window to
+//!   one packet and slow start back to half the old window (TCP's RTO rule;
+//!   the kernel enforces it anyway).
+//! - Start: the window starts at one BDP of the handshake RTT (the paper's
+//!   flows start at line rate), without slow start.
+
+use crate::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE, SHIFT};
+use crate::params::{check, NetConfig, ParamError};
+use crate::window::Window;
+use crate::{assert_fits_ca_priv, update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
+
+/// UnoCC tunables. Fractions are Q16 (`ONE` = 1.0) unless the name says ppm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Line rate in bytes/s; the flow's BDP is `rate × base RTT`.
+    pub rate_bytes_per_sec: u64,
+    /// Packet size in bytes (minimum window, QA floor).
+    pub mtu: u32,
+    /// α, the AI per RTT, in parts per million of the flow's BDP (paper: 0.1 %
+    /// = 1000 ppm).
+    pub ai_bdp_ppm: u32,
+    /// K in bytes for `MD_ECN = E · 4K/(K + BDP)` (paper: intra-DC BDP / 7).
+    pub k_bytes: u32,
+    /// Epoch period in ns, the intra-DC RTT for every flow (paper: 14 µs).
+    pub epoch_ns: u32,
+    /// Gain of E's EWMA, weight of the newest epoch (0.65).
+    pub ecn_ewma_gain_q16: u32,
+    /// MD_scale multiplier for phantom-only congestion (0.3).
+    pub phantom_md_scale_q16: u32,
+    /// RTT above `base × (1 + tol)` means a physical queue (0.055).
+    pub queue_delay_tol_q16: u32,
+    /// QuickAdapt threshold β: QA when bytes acked in an RTT < β·cwnd (0.5).
+    pub qa_beta_q16: u32,
+    /// QuickAdapt sets `cwnd = acked × qa_scale` (1.0).
+    pub qa_scale_q16: u32,
+    /// QuickAdapt period as a multiple of the flow's base RTT (1.0).
+    pub qa_period_q16: u32,
+    /// Largest single multiplicative cut (0.5).
+    pub max_md_q16: u32,
+    /// Initial window as a multiple of the handshake BDP (1.0: line rate).
+    pub init_bdp_q16: u32,
+}
+
+impl Params {
+    /// The paper's defaults (uno-sc25 Table 2) for a network.
+    pub const fn from_net(n: &NetConfig) -> Self {
+        let k = n.intra_bdp() / 7;
+        Self {
+            rate_bytes_per_sec: n.rate_bytes_per_sec(),
+            mtu: n.mtu,
+            ai_bdp_ppm: 1000,
+            k_bytes: sat_u32(if k < n.mtu as u64 { n.mtu as u64 } else { k }),
+            epoch_ns: n.intra_rtt_ns,
+            ecn_ewma_gain_q16: ONE * 65 / 100,
+            phantom_md_scale_q16: ONE * 3 / 10,
+            queue_delay_tol_q16: ONE * 55 / 1000,
+            qa_beta_q16: ONE / 2,
+            qa_scale_q16: ONE,
+            qa_period_q16: ONE,
+            max_md_q16: ONE / 2,
+            init_bdp_q16: ONE,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ParamError> {
+        check("rate_bytes_per_sec", self.rate_bytes_per_sec, 125_000, 400_000_000_000)?;
+        check("mtu", self.mtu as u64, 256, 65_535)?;
+        check("ai_bdp_ppm", self.ai_bdp_ppm as u64, 1, 1_000_000)?;
+        check("k_bytes", self.k_bytes as u64, 1, 1 << 30)?;
+        check("epoch_ns", self.epoch_ns as u64, 1_000, 1_000_000_000)?;
+        check("ecn_ewma_gain_q16", self.ecn_ewma_gain_q16 as u64, 1, ONE as u64)?;
+        check("phantom_md_scale_q16", self.phantom_md_scale_q16 as u64, 0, ONE as u64)?;
+        check("queue_delay_tol_q16", self.queue_delay_tol_q16 as u64, 0, 4 * ONE as u64)?;
+        check("qa_beta_q16", self.qa_beta_q16 as u64, 0, ONE as u64)?;
+        check("qa_scale_q16", self.qa_scale_q16 as u64, ONE as u64 / 8, 2 * ONE as u64)?;
+        check("qa_period_q16", self.qa_period_q16 as u64, ONE as u64 / 4, 16 * ONE as u64)?;
+        check("max_md_q16", self.max_md_q16 as u64, 1, ONE as u64 * 15 / 16)?;
+        check("init_bdp_q16", self.init_bdp_q16 as u64, 0, 4 * ONE as u64)?;
+        Ok(())
+    }
+
+    /// `4K / (K + BDP)` in Q16, the DCTCP/Gemini scale factor (§4.1.1).
+    pub fn md_factor_q16(&self, bdp_bytes: u64) -> u32 {
+        let k = self.k_bytes as u64;
+        ratio_q16(4 * k, k.saturating_add(bdp_bytes))
+    }
+}
+
+/// Per-flow UnoCC state (fits `ICSK_CA_PRIV_SIZE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Uno {
+    w: Window,
+    base_rtt_ns: u32,
+    last_rtt_ns: u32,
+    /// α in bytes per RTT, Q16 (cached: changes only with the base RTT).
+    ai_per_rtt_q16: u64,
+    /// `4K/(K+BDP)` for this flow, Q16 (cached likewise).
+    md_factor_q16: u32,
+    /// E: EWMA of the per-epoch marked fraction, Q16.
+    ecn_ewma_q16: u32,
+    /// MD_scale, Q16: 1.0 after physical-queue congestion, ×0.3 per
+    /// phantom-only congested epoch.
+    md_scale_q16: u32,
+    epoch_acked: u32,
+    epoch_marked: u32,
+    /// `T_epoch`; 0 until the first ACK.
+    epoch_end_ns: u64,
+    /// End of the current QuickAdapt measurement; 0 = not started.
+    qa_end_ns: u64,
+    qa_acked: u32,
+    /// No QA and no MD before this time (one RTT after a QA).
+    holdoff_until_ns: u64,
+    /// No second loss reaction before this time (one RTT after a loss cut).
+    loss_holdoff_until_ns: u64,
+}
+assert_fits_ca_priv!(Uno);
+
+impl Uno {
+    fn refresh_flow_constants(&mut self, p: &Params) {
+        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns);
+        // α = ppm × BDP, in Q16 bytes.
+        self.ai_per_rtt_q16 = mul_div(bdp << SHIFT, p.ai_bdp_ppm as u64, 1_000_000);
+        self.md_factor_q16 = p.md_factor_q16(bdp);
+    }
+
+    /// Is the RTT close enough to the base RTT that no physical queue exists?
+    fn no_physical_queue(&self, p: &Params) -> bool {
+        let tol = core::cmp::max(mul_q16(self.base_rtt_ns as u64, p.queue_delay_tol_q16), 1_000);
+        (self.last_rtt_ns as u64) <= (self.base_rtt_ns as u64).saturating_add(tol)
+    }
+
+    /// ONEPOCH: called when an epoch ends.
+    fn on_epoch(&mut self, p: &Params, now: u64) {
+        let frac = ratio_q16(self.epoch_marked as u64, core::cmp::max(self.epoch_acked, 1) as u64);
+        let frac = core::cmp::min(frac, ONE);
+        self.ecn_ewma_q16 = crate::fixed::ewma_q16(self.ecn_ewma_q16, frac, p.ecn_ewma_gain_q16);
+        if self.epoch_marked > 0 && now >= self.holdoff_until_ns {
+            if self.no_physical_queue(p) {
+                // Congestion in phantom queues only: gentle reduction.
+                self.md_scale_q16 = sat_u32(mul_q16(self.md_scale_q16 as u64, p.phantom_md_scale_q16));
+            } else {
+                self.md_scale_q16 = ONE;
+            }
+            let md_ecn = mul_q16(self.ecn_ewma_q16 as u64, self.md_factor_q16);
+            let md = sat_u32(mul_q16(md_ecn, self.md_scale_q16));
+            self.w.md(core::cmp::min(md, p.max_md_q16), p.mtu);
+            self.w.exit_slow_start();
+        }
+        self.epoch_acked = 0;
+        self.epoch_marked = 0;
+    }
+
+    /// ONQA: called when a QA measurement period ends.
+    fn on_qa(&mut self, p: &Params, now: u64, app_limited: bool) {
+        let cwnd = self.w.bytes() as u64;
+        if now >= self.holdoff_until_ns
+            && !app_limited
+            && (self.qa_acked as u64) < mul_q16(cwnd, p.qa_beta_q16)
+        {
+            self.w.prior_cwnd = self.w.bytes();
+            self.w.set(mul_q16(self.qa_acked as u64, p.qa_scale_q16), p.mtu);
+            self.w.exit_slow_start();
+            // Skip one RTT of QA and MD: the packets still in flight were sent
+            // at the old rate and will report congestion that QA already fixed.
+            let rtt = core::cmp::max(self.last_rtt_ns, self.base_rtt_ns) as u64;
+            self.holdoff_until_ns = now.saturating_add(rtt);
+        }
+        self.qa_acked = 0;
+        self.qa_end_ns = now.saturating_add(self.qa_period(p));
+    }
+
+    fn qa_period(&self, p: &Params) -> u64 {
+        core::cmp::max(mul_q16(self.base_rtt_ns as u64, p.qa_period_q16), 1)
+    }
+
+    /// Current E (EWMA of the marked fraction), Q16. For stats.
+    pub fn ecn_ewma_q16(&self) -> u32 {
+        self.ecn_ewma_q16
+    }
+    /// Current MD_scale, Q16. For stats.
+    pub fn md_scale_q16(&self) -> u32 {
+        self.md_scale_q16
+    }
+    /// The flow's base RTT estimate in ns.
+    pub fn base_rtt_ns(&self) -> u32 {
+        self.base_rtt_ns
+    }
+}
+
+impl CongestionControl for Uno {
+    type Params = Params;
+    const NAME: &'static str = "uno";
+
+    fn new(p: &Params, init: &FlowInit) -> Self {
+        let base = if init.rtt_hint_ns != 0 { init.rtt_hint_ns } else { p.epoch_ns };
+        let bdp = bdp_bytes(p.rate_bytes_per_sec, base);
+        let cwnd = core::cmp::max(mul_q16(bdp, p.init_bdp_q16), 2 * core::cmp::max(init.mss, 1) as u64);
+        let mut s = Self {
+            w: Window::new(sat_u32(cwnd), 0),
+            base_rtt_ns: init.rtt_hint_ns,
+            last_rtt_ns: init.rtt_hint_ns,
+            ai_per_rtt_q16: 0,
+            md_factor_q16: 0,
+            ecn_ewma_q16: 0,
+            md_scale_q16: ONE,
+            epoch_acked: 0,
+            epoch_marked: 0,
+            epoch_end_ns: 0,
+            qa_end_ns: 0,
+            qa_acked: 0,
+            holdoff_until_ns: 0,
+            loss_holdoff_until_ns: 0,
+        };
+        if s.base_rtt_ns == 0 {
+            s.base_rtt_ns = base;
+        }
+        s.refresh_flow_constants(p);
+        s
+    }
+
+    fn on_ack(&mut self, p: &Params, s: &AckSample) {
+        let now = s.now_ns;
+        if s.rtt_ns != 0 {
+            self.last_rtt_ns = s.rtt_ns;
+            if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
+                self.refresh_flow_constants(p);
+            }
+        }
+        let marked = core::cmp::min(s.marked_bytes, s.acked_bytes);
+
+        // ONACK: additive increase on the unmarked bytes (slow start only
+        // after an RTO).
+        if self.w.in_slow_start() {
+            if marked > 0 {
+                self.w.exit_slow_start();
+            } else {
+                self.w.slow_start(s.acked_bytes, crate::MAX_CWND_BYTES);
+            }
+        } else if marked < s.acked_bytes && !s.app_limited {
+            self.w.ai(self.ai_per_rtt_q16, s.acked_bytes - marked, crate::MAX_CWND_BYTES);
+        }
+
+        // ONEPOCH.
+        self.epoch_acked = self.epoch_acked.saturating_add(s.acked_bytes);
+        self.epoch_marked = self.epoch_marked.saturating_add(marked);
+        if self.epoch_end_ns == 0 {
+            self.epoch_end_ns = core::cmp::max(now, 1);
+        } else if s.send_time_ns >= self.epoch_end_ns {
+            self.on_epoch(p, now);
+            let next = self.epoch_end_ns.saturating_add(p.epoch_ns as u64);
+            // After idle or a stall the schedule may lag far behind: restart it
+            // at this packet instead of ending one epoch per ACK.
+            self.epoch_end_ns =
+                if next > s.send_time_ns { next } else { s.send_time_ns.saturating_add(p.epoch_ns as u64) };
+        }
+
+        // ONQA.
+        self.qa_acked = self.qa_acked.saturating_add(s.acked_bytes);
+        if self.qa_end_ns == 0 {
+            self.qa_end_ns = now.saturating_add(self.qa_period(p));
+            self.qa_acked = 0;
+        } else if now >= self.qa_end_ns {
+            self.on_qa(p, now, s.app_limited);
+        }
+    }
+
+    fn on_event(&mut self, p: &Params, e: Event, now: u64) {
+        match e {
+            Event::Loss { .. } => {
+                if now >= self.loss_holdoff_until_ns {
+                    self.w.md(core::cmp::min(self.md_factor_q16, p.max_md_q16), p.mtu);
+                    self.w.exit_slow_start();
+                    let rtt = core::cmp::max(self.last_rtt_ns, self.base_rtt_ns) as u64;
+                    self.loss_holdoff_until_ns = now.saturating_add(rtt);
+                }
+            }
+            Event::Rto => {
+                let cwnd = self.w.bytes();
+                self.w.prior_cwnd = cwnd;
+                self.w.ssthresh = core::cmp::max(cwnd / 2, 2 * p.mtu);
+                self.w.set(p.mtu as u64, p.mtu);
+                self.epoch_end_ns = 0;
+                self.qa_end_ns = 0;
+            }
+            Event::IdleRestart => {
+                self.epoch_end_ns = 0;
+                self.qa_end_ns = 0;
+                self.epoch_acked = 0;
+                self.epoch_marked = 0;
+            }
+        }
+    }
+
+    fn cwnd(&self) -> u32 {
+        self.w.bytes()
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+    fn ssthresh(&self) -> u32 {
+        self.w.ssthresh
+    }
+    fn undo(&mut self) {
+        self.w.undo();
+    }
+}
