@@ -275,3 +275,8 @@ impl CongestionControl for Gemini {
         self.w.undo();
     }
 }
+
+crate::tunables!(Params {
+    rate_bytes_per_sec: u64, mss: u32, k_bytes: u32, t_ns: u32, beta_q16: u32, h_ppb: u32,
+    h_min_q16: u32, h_max_q16: u32, alpha_gain_q16: u32, max_md_q16: u32, init_cwnd_pkts: u32,
+});

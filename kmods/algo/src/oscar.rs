@@ -32,14 +32,22 @@
 //! - Send rate uses the bytes acked by the batch's samples instead of
 //!   `counts · MTU` (identical with one ACK per packet; right with delayed or
 //!   stretched ACKs).
-//! - §4.2's text says OSCAR "does not set the window above the base BDP", but
-//!   Algorithm 2 line 12 reads `w = max(u·D_target·μ, BDP_base)`, i.e. never
-//!   *below* it; we implement the pseudocode (a floor), which keeps a flow
-//!   rate-bound, not window-starved, when its share is small.
+//! - §4.2's text says OSCAR "does not set the window above the base BDP, as
+//!   doing so would not increase throughput but only increase delay", but
+//!   Algorithm 2 line 12 reads `w = max(u·D_target·μ, BDP_base)`, a floor. We
+//!   follow the text (a cap, `min`): with the floor, N flows each keep a
+//!   window ≥ BDP, the flows stay rate-bound, the delay loop sees `u_w ≈ u`
+//!   and cannot pull the queue down, so U_AI walks the queue up without bound
+//!   (our simulator: 10 flows hold ~4 BDP of queue against a 0.5 BDP target).
+//!   With the cap, total window = Σu·D_target·μ and the queue settles at the
+//!   target. `bdp_floor = 1` selects the pseudocode's floor.
 //! - Losses (the paper's Appendix A.1 treats full queues via delay): a loss
 //!   halves `u` at most once per RTT; an RTO quarters it. The estimator restarts
 //!   after an RTO or idle period, and a batch whose span exceeds 4τ (a stall)
 //!   is discarded rather than used.
+//! - D_target per flow is `RTT_base + target_qdelay` (§3.3's definition via
+//!   the target queue) with one network-wide target queueing delay; `1.5 ×
+//!   RTT_base` per flow would give inter-DC flows an 8–64× deeper target.
 //! - ε (delay equal to base RTT): `eps_q16 × RTT_base`, default 1/16, with a
 //!   1 µs floor (kernel RTT resolution).
 
@@ -57,8 +65,10 @@ pub struct Params {
     pub rate_bytes_per_sec: u64,
     /// Packet size in bytes (window floor).
     pub mtu: u32,
-    /// D_target as a multiple of the flow's base RTT, Q16 (1.5).
-    pub d_target_q16: u32,
+    /// Target queueing delay in ns: `D_target = RTT_base + target_qdelay`
+    /// (§3.3: `D_target = RTT_base + Q_target/μ`); default 0.5 × intra-DC RTT,
+    /// the paper's `D_target = 1.5 × RTT_base`.
+    pub target_qdelay_ns: u32,
     /// τ, the estimator period, as a multiple of the base RTT, Q16 (0.5).
     pub tau_q16: u32,
     /// U_HAI, hyper increase step, Q16 (0.01).
@@ -70,6 +80,10 @@ pub struct Params {
     /// Bounds on u, Q16 (1/1024 .. 2).
     pub u_min_q16: u32,
     pub u_max_q16: u32,
+    /// 0 (default): the base BDP *caps* the window (§4.2's text: "OSCAR does
+    /// not set the window above the base BDP"); 1: it is a *floor*
+    /// (Algorithm 2 line 12 as printed, `max(u·D_target·μ, BDP_base)`).
+    pub bdp_floor: u32,
 }
 
 impl Params {
@@ -78,26 +92,28 @@ impl Params {
         Self {
             rate_bytes_per_sec: n.rate_bytes_per_sec(),
             mtu: n.mtu,
-            d_target_q16: ONE * 3 / 2,
+            target_qdelay_ns: n.intra_rtt_ns / 2,
             tau_q16: ONE / 2,
             u_hai_q16: ONE / 100,
             u_ai_q16: ONE / 1000,
             eps_q16: ONE / 16,
             u_min_q16: ONE / 1024,
             u_max_q16: 2 * ONE,
+            bdp_floor: 0,
         }
     }
 
     pub fn validate(&self) -> Result<(), ParamError> {
         check("rate_bytes_per_sec", self.rate_bytes_per_sec, 125_000, 400_000_000_000)?;
         check("mtu", self.mtu as u64, 256, 65_535)?;
-        check("d_target_q16", self.d_target_q16 as u64, ONE as u64 + 1, 16 * ONE as u64)?;
+        check("target_qdelay_ns", self.target_qdelay_ns as u64, 1_000, 1_000_000_000)?;
         check("tau_q16", self.tau_q16 as u64, ONE as u64 / 16, 4 * ONE as u64)?;
         check("u_hai_q16", self.u_hai_q16 as u64, 1, ONE as u64)?;
         check("u_ai_q16", self.u_ai_q16 as u64, 1, ONE as u64 / 4)?;
         check("eps_q16", self.eps_q16 as u64, 0, ONE as u64)?;
         check("u_min_q16", self.u_min_q16 as u64, 1, ONE as u64)?;
         check("u_max_q16", self.u_max_q16 as u64, self.u_min_q16 as u64, 16 * ONE as u64)?;
+        check("bdp_floor", self.bdp_floor as u64, 0, 1)?;
         Ok(())
     }
 }
@@ -235,15 +251,17 @@ impl Oscar {
     }
 
     fn d_target_ns(&self, p: &Params) -> u64 {
-        mul_q16(self.base_rtt_ns as u64, p.d_target_q16)
+        (self.base_rtt_ns as u64).saturating_add(p.target_qdelay_ns as u64)
     }
 
     fn set_outputs(&mut self, p: &Params) {
         self.u_q16 = self.u_q16.clamp(p.u_min_q16, p.u_max_q16);
         let target_window = bdp_bytes(p.rate_bytes_per_sec, sat_u32(self.d_target_ns(p)));
         let w = mul_q16(target_window, self.u_q16);
-        let floor = core::cmp::max(bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns), 2 * p.mtu as u64);
-        self.cwnd = sat_u32(core::cmp::min(core::cmp::max(w, floor), crate::MAX_CWND_BYTES as u64));
+        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns);
+        let w = if p.bdp_floor != 0 { core::cmp::max(w, bdp) } else { core::cmp::min(w, bdp) };
+        let w = core::cmp::max(w, 2 * p.mtu as u64);
+        self.cwnd = sat_u32(core::cmp::min(w, crate::MAX_CWND_BYTES as u64));
         self.rate_bytes_per_sec = core::cmp::max(mul_q16(p.rate_bytes_per_sec, self.u_q16), 1);
     }
 
@@ -339,3 +357,8 @@ impl CongestionControl for Oscar {
     }
     fn undo(&mut self) {}
 }
+
+crate::tunables!(Params {
+    rate_bytes_per_sec: u64, mtu: u32, target_qdelay_ns: u32, tau_q16: u32, u_hai_q16: u32,
+    u_ai_q16: u32, eps_q16: u32, u_min_q16: u32, u_max_q16: u32, bdp_floor: u32,
+});

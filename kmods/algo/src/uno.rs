@@ -25,11 +25,24 @@
 //!   (`queue_delay_tol_q16`, default 0.055) with a 1 µs floor (the kernel's RTT
 //!   resolution), because an exact zero never happens with real clocks.
 //! - Gentle factor: paper 0.3 (`phantom_md_scale_q16`), code 0.35: tunable.
+//!   Algorithm 1 line 10 literally compounds it (`MD_scale = MD_scale × 0.3`)
+//!   until an epoch sees a physical queue. At full utilization a phantom
+//!   queue draining at 0.9 × line rate never empties, so every epoch is
+//!   phantom-congested, MD_scale decays to 0 and the MD switches itself off
+//!   for good (our simulator shows flows frozen at their initial windows).
+//!   Default here: `MD_scale = 0.3` for each phantom-only epoch, as the code
+//!   does; `cumulative_gentle_md = 1` selects the literal reading.
 //! - E's EWMA gain: code 1.0 (no smoothing), paper runs 0.65: default 0.65
 //!   (weight of the newest epoch), tunable (`ecn_ewma_gain_q16 = ONE` gives the
 //!   code's behaviour).
 //! - QuickAdapt window: paper `cwnd = bytes_acked`, code `× 0.96`: default 1.0,
 //!   tunable (`qa_scale_q16`). The code's extra RTT-based QA trigger is not used.
+//!   "Bytes acked < β·cwnd" compares with the window at the *start* of the QA
+//!   period: with the current window, an AI step taken by the period's last
+//!   ACK lets a flow of 1–2 packets fail the test on every period (one packet
+//!   acked, window just above two packets) and QA pins it at one packet.
+//!   For the same reason the shortfall must exceed one packet (a period of one
+//!   base RTT cannot resolve less): `acked + mtu < β·cwnd`.
 //! - AI: code increases only while `rtt < target`; we follow the paper (every
 //!   unmarked ACK).
 //! - Loss (stands in for NACK/timeout, which TCP does not have): one cut as if
@@ -74,6 +87,9 @@ pub struct Params {
     pub max_md_q16: u32,
     /// Initial window as a multiple of the handshake BDP (1.0: line rate).
     pub init_bdp_q16: u32,
+    /// 1: the paper's literal `MD_scale *= 0.3` compounding over consecutive
+    /// phantom-only epochs; 0 (default): `MD_scale = 0.3` for each such epoch.
+    pub cumulative_gentle_md: u32,
 }
 
 impl Params {
@@ -94,6 +110,7 @@ impl Params {
             qa_period_q16: ONE,
             max_md_q16: ONE / 2,
             init_bdp_q16: ONE,
+            cumulative_gentle_md: 0,
         }
     }
 
@@ -111,6 +128,7 @@ impl Params {
         check("qa_period_q16", self.qa_period_q16 as u64, ONE as u64 / 4, 16 * ONE as u64)?;
         check("max_md_q16", self.max_md_q16 as u64, 1, ONE as u64 * 15 / 16)?;
         check("init_bdp_q16", self.init_bdp_q16 as u64, 0, 4 * ONE as u64)?;
+        check("cumulative_gentle_md", self.cumulative_gentle_md as u64, 0, 1)?;
         Ok(())
     }
 
@@ -143,6 +161,9 @@ pub struct Uno {
     /// End of the current QuickAdapt measurement; 0 = not started.
     qa_end_ns: u64,
     qa_acked: u32,
+    /// Window when the QA period began: what the sender could have had in
+    /// flight during the period.
+    qa_cwnd: u32,
     /// No QA and no MD before this time (one RTT after a QA).
     holdoff_until_ns: u64,
     /// No second loss reaction before this time (one RTT after a loss cut).
@@ -172,7 +193,8 @@ impl Uno {
         if self.epoch_marked > 0 && now >= self.holdoff_until_ns {
             if self.no_physical_queue(p) {
                 // Congestion in phantom queues only: gentle reduction.
-                self.md_scale_q16 = sat_u32(mul_q16(self.md_scale_q16 as u64, p.phantom_md_scale_q16));
+                let from = if p.cumulative_gentle_md != 0 { self.md_scale_q16 } else { ONE };
+                self.md_scale_q16 = sat_u32(mul_q16(from as u64, p.phantom_md_scale_q16));
             } else {
                 self.md_scale_q16 = ONE;
             }
@@ -187,10 +209,12 @@ impl Uno {
 
     /// ONQA: called when a QA measurement period ends.
     fn on_qa(&mut self, p: &Params, now: u64, app_limited: bool) {
-        let cwnd = self.w.bytes() as u64;
+        // Compare with the window the period started with: an increase made
+        // during the period (even by this very ACK) could not yet be used.
+        let cwnd = core::cmp::min(self.w.bytes(), self.qa_cwnd) as u64;
         if now >= self.holdoff_until_ns
             && !app_limited
-            && (self.qa_acked as u64) < mul_q16(cwnd, p.qa_beta_q16)
+            && (self.qa_acked as u64).saturating_add(p.mtu as u64) < mul_q16(cwnd, p.qa_beta_q16)
         {
             self.w.prior_cwnd = self.w.bytes();
             self.w.set(mul_q16(self.qa_acked as u64, p.qa_scale_q16), p.mtu);
@@ -201,6 +225,7 @@ impl Uno {
             self.holdoff_until_ns = now.saturating_add(rtt);
         }
         self.qa_acked = 0;
+        self.qa_cwnd = self.w.bytes();
         self.qa_end_ns = now.saturating_add(self.qa_period(p));
     }
 
@@ -243,6 +268,7 @@ impl CongestionControl for Uno {
             epoch_end_ns: 0,
             qa_end_ns: 0,
             qa_acked: 0,
+            qa_cwnd: 0,
             holdoff_until_ns: 0,
             loss_holdoff_until_ns: 0,
         };
@@ -294,6 +320,7 @@ impl CongestionControl for Uno {
         if self.qa_end_ns == 0 {
             self.qa_end_ns = now.saturating_add(self.qa_period(p));
             self.qa_acked = 0;
+            self.qa_cwnd = self.w.bytes();
         } else if now >= self.qa_end_ns {
             self.on_qa(p, now, s.app_limited);
         }
@@ -339,3 +366,10 @@ impl CongestionControl for Uno {
         self.w.undo();
     }
 }
+
+crate::tunables!(Params {
+    rate_bytes_per_sec: u64, mtu: u32, ai_bdp_ppm: u32, k_bytes: u32, epoch_ns: u32,
+    ecn_ewma_gain_q16: u32, phantom_md_scale_q16: u32, queue_delay_tol_q16: u32,
+    qa_beta_q16: u32, qa_scale_q16: u32, qa_period_q16: u32, max_md_q16: u32, init_bdp_q16: u32,
+    cumulative_gentle_md: u32,
+});

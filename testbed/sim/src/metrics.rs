@@ -1,0 +1,254 @@
+//! What a run produced: utilization, queues, per-flow rates and completion
+//! times, Jain's fairness index over time and convergence time.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::sim::Sim;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueReport {
+    pub name: String,
+    /// Bytes transmitted / (line rate × measured time).
+    pub utilization: f64,
+    pub mean_qlen_kb: f64,
+    pub p99_qlen_kb: f64,
+    pub max_qlen_kb: f64,
+    pub drops: u64,
+    pub marks: u64,
+    /// Fraction of enqueued packets that got a CE mark here.
+    pub mark_frac: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowReport {
+    pub name: String,
+    pub group: String,
+    pub cc: String,
+    pub rtt_us: f64,
+    pub start_ms: f64,
+    /// Completion time for sized flows.
+    pub fct_ms: Option<f64>,
+    pub delivered_mb: f64,
+    /// Mean goodput over the measured interval.
+    pub mean_rate_mbps: f64,
+    pub final_cwnd_kb: f64,
+    pub losses: u64,
+    pub rtos: u64,
+    pub marked_ack_frac: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub scenario: String,
+    pub cc: String,
+    pub duration_ms: f64,
+    pub measure_from_ms: f64,
+    pub queues: Vec<QueueReport>,
+    pub flows: Vec<FlowReport>,
+    /// Mean goodput per flow group over the measured interval.
+    pub group_mean_rate_mbps: BTreeMap<String, f64>,
+    /// Mean Jain index over the last fifth of the run.
+    pub jain_final: Option<f64>,
+    /// Time from the last change of the set of active flows until Jain's index
+    /// reached the threshold and stayed there to the end of the run.
+    pub convergence_ms: Option<f64>,
+    pub jain_threshold: f64,
+    pub fairness_window_ms: f64,
+    /// Simulator cost: events, packets, wall time and simulated packets/s.
+    pub events: u64,
+    pub packets: u64,
+    pub wall_s: f64,
+    pub sim_packets_per_sec: f64,
+    #[serde(skip)]
+    pub series_csv: String,
+    #[serde(skip)]
+    pub jain_series: Vec<(f64, Option<f64>)>,
+}
+
+/// Jain's fairness index of `x` (1 = perfectly fair).
+pub fn jain(x: &[f64]) -> Option<f64> {
+    if x.is_empty() {
+        return None;
+    }
+    let s: f64 = x.iter().sum();
+    let s2: f64 = x.iter().map(|v| v * v).sum();
+    if s2 == 0.0 {
+        return Some(1.0);
+    }
+    Some(s * s / (x.len() as f64 * s2))
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let idx = ((p * (v.len() - 1) as f64).round() as usize).min(v.len() - 1);
+    v[idx]
+}
+
+pub(crate) fn report(
+    sim: &Sim,
+    scenario: &str,
+    cc: &str,
+    fairness_window_ns: u64,
+    jain_threshold: f64,
+    wall_s: f64,
+) -> RunReport {
+    let s = &sim.series;
+    let n = s.t_ns.len();
+    let end = sim.end_ns;
+    let from = sim.measure_from_ns();
+    let measured_ns = end.saturating_sub(from).max(1) as f64;
+    let w = ((fairness_window_ns / sim.sample_ns()).max(1)) as usize;
+
+    // Jain's index per sample, over flows active through the whole window.
+    let mut jain_series = Vec::with_capacity(n);
+    for k in 0..n {
+        let v = if k >= w {
+            let rates: Vec<f64> = (0..sim.flows.len())
+                .filter(|&i| s.active[k][i] && s.active[k - w][i])
+                .map(|i| (s.delivered[k][i] - s.delivered[k - w][i]) as f64)
+                .collect();
+            if rates.len() >= 2 {
+                jain(&rates)
+            } else {
+                None
+            }
+        } else {
+            None
+        };
+        jain_series.push((s.t_ns[k] as f64 / 1e6, v));
+    }
+
+    // Convergence: from the last change in the active set to the first
+    // sample after which Jain's index never drops below the threshold.
+    let last_change = (1..n).rev().find(|&k| s.active[k] != s.active[k - 1]).unwrap_or(0);
+    // (A sample without an index, i.e. inside the first window after the
+    // change, does not count as converged: convergence is at least one window.)
+    let ok = |k: usize| matches!(jain_series[k].1, Some(j) if j >= jain_threshold);
+    let mut conv = None;
+    if n > 0 && ok(n - 1) {
+        let mut first_ok = n - 1;
+        while first_ok > last_change && ok(first_ok - 1) {
+            first_ok -= 1;
+        }
+        conv = Some((s.t_ns[first_ok] - s.t_ns[last_change]) as f64 / 1e6);
+    }
+    let tail: Vec<f64> = jain_series[n - n / 5..].iter().filter_map(|(_, j)| *j).collect();
+    let jain_final = if tail.is_empty() { None } else { Some(tail.iter().sum::<f64>() / tail.len() as f64) };
+
+    let k_from = s.t_ns.iter().position(|&t| t >= from).unwrap_or(0);
+    let queues = sim
+        .queues
+        .iter()
+        .enumerate()
+        .map(|(qi, q)| {
+            let mut lens: Vec<f64> = s.qlen[k_from..].iter().map(|v| v[qi] as f64 / 1000.0).collect();
+            let mean = lens.iter().sum::<f64>() / lens.len().max(1) as f64;
+            let max = lens.iter().cloned().fold(0.0, f64::max);
+            QueueReport {
+                name: q.name.clone(),
+                utilization: q.tx_bytes_measured as f64 * 8.0 / (sim.link_rate_bps(qi) * measured_ns / 1e9),
+                mean_qlen_kb: mean,
+                p99_qlen_kb: percentile(&mut lens, 0.99),
+                max_qlen_kb: max,
+                drops: q.drops,
+                marks: q.marks,
+                mark_frac: q.marks as f64 / q.enqueued.max(1) as f64,
+            }
+        })
+        .collect();
+
+    let flows: Vec<FlowReport> = sim
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let d_from = if n > 0 { s.delivered[k_from][i] } else { 0 };
+            FlowReport {
+                name: f.name.clone(),
+                group: f.group.clone(),
+                cc: f.kind.name().to_string(),
+                rtt_us: f.rtt_ns as f64 / 1e3,
+                start_ms: f.start_ns as f64 / 1e6,
+                fct_ms: f.finish_ns.map(|t| (t - f.start_ns) as f64 / 1e6),
+                delivered_mb: f.delivered as f64 / 1e6,
+                mean_rate_mbps: (f.delivered - d_from) as f64 * 8.0 / measured_ns * 1e3,
+                final_cwnd_kb: f.cwnd() as f64 / 1000.0,
+                losses: f.losses,
+                rtos: f.rtos,
+                marked_ack_frac: f.marked_acks as f64 / f.acks.max(1) as f64,
+            }
+        })
+        .collect();
+    let mut group_mean_rate_mbps = BTreeMap::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for f in &flows {
+        *group_mean_rate_mbps.entry(f.group.clone()).or_insert(0.0) += f.mean_rate_mbps;
+        *counts.entry(f.group.clone()).or_insert(0) += 1;
+    }
+    for (g, v) in group_mean_rate_mbps.iter_mut() {
+        *v /= counts[g] as f64;
+    }
+
+    RunReport {
+        scenario: scenario.to_string(),
+        cc: cc.to_string(),
+        duration_ms: end as f64 / 1e6,
+        measure_from_ms: from as f64 / 1e6,
+        queues,
+        flows,
+        group_mean_rate_mbps,
+        jain_final,
+        convergence_ms: conv,
+        jain_threshold,
+        fairness_window_ms: fairness_window_ns as f64 / 1e6,
+        events: sim.events,
+        packets: sim.packets_sent,
+        wall_s,
+        sim_packets_per_sec: sim.packets_sent as f64 / wall_s.max(1e-9),
+        series_csv: series_csv(sim, &jain_series, w),
+        jain_series,
+    }
+}
+
+fn series_csv(sim: &Sim, jain: &[(f64, Option<f64>)], w: usize) -> String {
+    let s = &sim.series;
+    let mut out = String::from("t_ms,jain");
+    for q in &sim.queues {
+        let _ = write!(out, ",qlen_kb_{}", q.name);
+    }
+    for f in &sim.flows {
+        let _ = write!(out, ",rate_mbps_{0},cwnd_kb_{0},rtt_us_{0},pacing_mbps_{0}", f.name);
+    }
+    out.push('\n');
+    let dt = sim.sample_ns() as f64;
+    for k in 0..s.t_ns.len() {
+        let _ = write!(out, "{:.3},{}", s.t_ns[k] as f64 / 1e6, jain[k].1.map_or(String::new(), |j| format!("{j:.4}")));
+        for qi in 0..sim.queues.len() {
+            let _ = write!(out, ",{:.1}", s.qlen[k][qi] as f64 / 1000.0);
+        }
+        for i in 0..sim.flows.len() {
+            let back = k.min(w.min(k));
+            let rate = if k > 0 {
+                (s.delivered[k][i] - s.delivered[k - back.max(1)][i]) as f64 * 8.0 / (dt * back.max(1) as f64) * 1e3
+            } else {
+                0.0
+            };
+            let _ = write!(
+                out,
+                ",{:.2},{:.1},{:.1},{:.2}",
+                rate,
+                s.cwnd[k][i] as f64 / 1000.0,
+                s.rtt[k][i] as f64 / 1000.0,
+                s.pacing[k][i] as f64 * 8.0 / 1e6
+            );
+        }
+        out.push('\n');
+    }
+    out
+}

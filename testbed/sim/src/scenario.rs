@@ -1,0 +1,370 @@
+//! Scenario files (TOML): the network, the bottleneck queues, the flows.
+//!
+//! ```toml
+//! name = "rtt-fairness"
+//! duration_ms = 3000
+//! cc = ["uno", "gemini"]            # one run per algorithm
+//!
+//! [net]                              # what the algorithms' defaults derive from
+//! link_rate_gbps = 1.0
+//! intra_rtt_us = 200
+//! inter_rtt_us = 1600
+//! mtu = 1500
+//!
+//! [params.gemini]                    # optional overrides, by tunable name
+//! k_bytes = 75000
+//!
+//! [[queues]]
+//! name = "dc"
+//! rate_gbps = 1.0
+//! buffer_kb = 300
+//! marking = { kind = "threshold", k_pkts = 50 }
+//!
+//! [[flows]]
+//! name = "intra"
+//! count = 4
+//! rtt_us = 200
+//! path = ["dc"]
+//! ```
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cc::CcKind;
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Simulated time.
+    pub duration_ms: f64,
+    /// Algorithms to run (each gets its own run of the whole scenario).
+    pub cc: Vec<String>,
+    pub net: NetSpec,
+    /// Per-algorithm tunable overrides: `[params.uno] k_bytes = 25000`.
+    #[serde(default)]
+    pub params: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Per-algorithm queue overrides (e.g. each paper's marking):
+    /// `[queue_overrides.uno.dc] phantom = {...}`.
+    #[serde(default)]
+    pub queue_overrides: BTreeMap<String, BTreeMap<String, QueueOverride>>,
+    pub queues: Vec<QueueSpec>,
+    pub flows: Vec<FlowSpec>,
+    /// Time series sampling period.
+    #[serde(default = "default_sample_us")]
+    pub sample_interval_us: f64,
+    /// Rates for Jain's index are averaged over this window.
+    #[serde(default = "default_fairness_window_ms")]
+    pub fairness_window_ms: f64,
+    /// Jain's index that counts as converged.
+    #[serde(default = "default_jain_threshold")]
+    pub jain_threshold: f64,
+    /// Utilization and queue statistics are measured from this time on.
+    #[serde(default)]
+    pub measure_from_ms: f64,
+    /// Lower bound of the retransmission timeout.
+    #[serde(default = "default_min_rto_us")]
+    pub min_rto_us: f64,
+    /// Seed of the deterministic random source (RED marking, random loss).
+    #[serde(default)]
+    pub seed: u64,
+    /// Pacing for algorithms that only set a window, as Linux does when a CC
+    /// asks for pacing: `rate = gain × cwnd / srtt` (the stack's
+    /// `tcp_update_pacing_rate` uses 1.2 in congestion avoidance). 0 = off.
+    /// Gemini recommends sender pacing (§III-C); Uno's reference code paces.
+    #[serde(default)]
+    pub window_pacing_gain: f64,
+}
+
+fn default_sample_us() -> f64 {
+    1000.0
+}
+fn default_fairness_window_ms() -> f64 {
+    20.0
+}
+fn default_jain_threshold() -> f64 {
+    0.95
+}
+fn default_min_rto_us() -> f64 {
+    10_000.0
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetSpec {
+    pub link_rate_gbps: f64,
+    pub intra_rtt_us: f64,
+    pub inter_rtt_us: f64,
+    pub mtu: u32,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    pub name: String,
+    pub rate_gbps: f64,
+    pub buffer_kb: f64,
+    #[serde(default)]
+    pub marking: Marking,
+    #[serde(default)]
+    pub phantom: Option<Phantom>,
+    /// Random loss probability per packet at enqueue.
+    #[serde(default)]
+    pub loss_prob: f64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueOverride {
+    pub marking: Option<Marking>,
+    pub phantom: Option<Phantom>,
+    pub buffer_kb: Option<f64>,
+}
+
+/// ECN marking on the physical queue, decided at enqueue on the instantaneous
+/// queue length (DCTCP-style).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Marking {
+    #[default]
+    None,
+    /// Mark every packet that finds at least `k_pkts` MTU-sized packets queued.
+    Threshold { k_pkts: f64 },
+    /// Linear RED between `min_frac` and `max_frac` of the buffer, marking
+    /// probability rising to `pmax` at `max_frac` and 1 above it.
+    Red {
+        min_frac: f64,
+        max_frac: f64,
+        #[serde(default = "one")]
+        pmax: f64,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A phantom (virtual) queue (uno-sc25 §4.1.3): a counter that grows with
+/// every enqueued packet (capped at its size) and drains at `drain_frac` of
+/// the line rate; packets are CE-marked with linear RED between `min_frac`
+/// and `max_frac` of its size.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Phantom {
+    #[serde(default = "default_drain")]
+    pub drain_frac: f64,
+    /// Size in kB (default: the physical buffer).
+    #[serde(default)]
+    pub size_kb: Option<f64>,
+    #[serde(default = "default_pq_min")]
+    pub min_frac: f64,
+    #[serde(default = "default_pq_max")]
+    pub max_frac: f64,
+}
+
+fn default_drain() -> f64 {
+    0.9
+}
+fn default_pq_min() -> f64 {
+    0.25
+}
+fn default_pq_max() -> f64 {
+    0.75
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub name: String,
+    #[serde(default = "one_u32")]
+    pub count: u32,
+    /// Base (propagation) RTT.
+    pub rtt_us: f64,
+    /// Queue names in order from sender to receiver.
+    pub path: Vec<String>,
+    #[serde(default)]
+    pub start_ms: f64,
+    /// Extra delay between the starts of this group's flows.
+    #[serde(default)]
+    pub start_spacing_us: f64,
+    /// Stop sending new data at this time (long flows).
+    #[serde(default)]
+    pub stop_ms: Option<f64>,
+    /// Flow size (finite flows get a completion time); none = long-lived.
+    #[serde(default)]
+    pub size_kb: Option<f64>,
+    /// Sender NIC rate (default: the first queue's rate).
+    #[serde(default)]
+    pub host_rate_gbps: Option<f64>,
+    /// Algorithm for this group, overriding the run's algorithm.
+    #[serde(default)]
+    pub cc: Option<String>,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+impl Scenario {
+    pub fn from_toml(text: &str) -> Result<Self> {
+        let s: Scenario = toml::from_str(text).map_err(|e| anyhow::anyhow!("scenario: {e}"))?;
+        s.validate()?;
+        Ok(s)
+    }
+
+    pub fn from_file(path: &std::path::Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Self::from_toml(&text).with_context(|| format!("in {}", path.display()))
+    }
+
+    pub fn cc_kinds(&self) -> Result<Vec<CcKind>> {
+        self.cc.iter().map(|s| CcKind::parse(s)).collect()
+    }
+
+    /// Checks everything that serde cannot: ranges, names, references.
+    pub fn validate(&self) -> Result<()> {
+        fn pos(what: &str, v: f64) -> Result<()> {
+            if !(v.is_finite() && v > 0.0) {
+                bail!("{what} must be a positive number, got {v}");
+            }
+            Ok(())
+        }
+        fn frac(what: &str, v: f64) -> Result<()> {
+            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+                bail!("{what} must be within [0, 1], got {v}");
+            }
+            Ok(())
+        }
+        pos("duration_ms", self.duration_ms)?;
+        if self.duration_ms > 600_000.0 {
+            bail!("duration_ms must be at most 600000 (10 simulated minutes)");
+        }
+        pos("sample_interval_us", self.sample_interval_us)?;
+        pos("fairness_window_ms", self.fairness_window_ms)?;
+        frac("jain_threshold", self.jain_threshold)?;
+        pos("min_rto_us", self.min_rto_us)?;
+        if !(self.window_pacing_gain.is_finite() && (self.window_pacing_gain == 0.0 || (0.5..=10.0).contains(&self.window_pacing_gain))) {
+            bail!("window_pacing_gain must be 0 (off) or within [0.5, 10], got {}", self.window_pacing_gain);
+        }
+        if !(self.measure_from_ms >= 0.0 && self.measure_from_ms < self.duration_ms) {
+            bail!("measure_from_ms must be within [0, duration_ms)");
+        }
+        if self.cc.is_empty() {
+            bail!("cc: name at least one algorithm");
+        }
+        self.cc_kinds()?;
+        for k in self.params.keys().chain(self.queue_overrides.keys()) {
+            CcKind::parse(k).with_context(|| format!("[params.{k}] / [queue_overrides.{k}]"))?;
+        }
+        pos("net.link_rate_gbps", self.net.link_rate_gbps)?;
+        pos("net.intra_rtt_us", self.net.intra_rtt_us)?;
+        pos("net.inter_rtt_us", self.net.inter_rtt_us)?;
+        if self.queues.is_empty() {
+            bail!("define at least one [[queues]]");
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for q in &self.queues {
+            if !names.insert(q.name.as_str()) {
+                bail!("queue name {:?} used twice", q.name);
+            }
+            pos(&format!("queues.{}.rate_gbps", q.name), q.rate_gbps)?;
+            pos(&format!("queues.{}.buffer_kb", q.name), q.buffer_kb)?;
+            frac(&format!("queues.{}.loss_prob", q.name), q.loss_prob)?;
+            check_marking(&q.name, &q.marking)?;
+            if let Some(p) = &q.phantom {
+                check_phantom(&q.name, p)?;
+            }
+        }
+        for (cc, m) in &self.queue_overrides {
+            for (qn, o) in m {
+                if !names.contains(qn.as_str()) {
+                    bail!("queue_overrides.{cc}.{qn}: no such queue");
+                }
+                if let Some(mk) = &o.marking {
+                    check_marking(qn, mk)?;
+                }
+                if let Some(p) = &o.phantom {
+                    check_phantom(qn, p)?;
+                }
+                if let Some(b) = o.buffer_kb {
+                    pos(&format!("queue_overrides.{cc}.{qn}.buffer_kb"), b)?;
+                }
+            }
+        }
+        if self.flows.is_empty() {
+            bail!("define at least one [[flows]] group");
+        }
+        for f in &self.flows {
+            if f.count == 0 || f.count > 10_000 {
+                bail!("flows.{}.count must be within 1..=10000", f.name);
+            }
+            pos(&format!("flows.{}.rtt_us", f.name), f.rtt_us)?;
+            if f.path.is_empty() {
+                bail!("flows.{}.path must name at least one queue", f.name);
+            }
+            for q in &f.path {
+                if !names.contains(q.as_str()) {
+                    bail!("flows.{}.path: no queue named {q:?}", f.name);
+                }
+            }
+            if f.start_ms < 0.0 || f.start_spacing_us < 0.0 {
+                bail!("flows.{}: start times must not be negative", f.name);
+            }
+            if let Some(s) = f.stop_ms {
+                if s <= f.start_ms {
+                    bail!("flows.{}.stop_ms must be after start_ms", f.name);
+                }
+            }
+            if let Some(sz) = f.size_kb {
+                pos(&format!("flows.{}.size_kb", f.name), sz)?;
+            }
+            if let Some(r) = f.host_rate_gbps {
+                pos(&format!("flows.{}.host_rate_gbps", f.name), r)?;
+            }
+            if let Some(c) = &f.cc {
+                CcKind::parse(c).with_context(|| format!("flows.{}.cc", f.name))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_marking(q: &str, m: &Marking) -> Result<()> {
+    match *m {
+        Marking::None => Ok(()),
+        Marking::Threshold { k_pkts } => {
+            if !(k_pkts.is_finite() && k_pkts >= 0.0) {
+                bail!("queues.{q}.marking.k_pkts must be >= 0");
+            }
+            Ok(())
+        }
+        Marking::Red { min_frac, max_frac, pmax } => {
+            if !(0.0..=1.0).contains(&min_frac) || !(0.0..=1.0).contains(&max_frac) || min_frac >= max_frac {
+                bail!("queues.{q}.marking: need 0 <= min_frac < max_frac <= 1");
+            }
+            if !(0.0..=1.0).contains(&pmax) {
+                bail!("queues.{q}.marking.pmax must be within [0, 1]");
+            }
+            Ok(())
+        }
+    }
+}
+
+fn check_phantom(q: &str, p: &Phantom) -> Result<()> {
+    if !(p.drain_frac > 0.0 && p.drain_frac <= 1.0) {
+        bail!("queues.{q}.phantom.drain_frac must be within (0, 1]");
+    }
+    if !(0.0..=1.0).contains(&p.min_frac) || !(0.0..=1.0).contains(&p.max_frac) || p.min_frac >= p.max_frac {
+        bail!("queues.{q}.phantom: need 0 <= min_frac < max_frac <= 1");
+    }
+    if let Some(s) = p.size_kb {
+        if !(s.is_finite() && s > 0.0) {
+            bail!("queues.{q}.phantom.size_kb must be positive");
+        }
+    }
+    Ok(())
+}

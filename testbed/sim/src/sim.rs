@@ -1,0 +1,709 @@
+//! The packet-level engine: a deterministic discrete-event simulation of
+//! senders, store-and-forward bottleneck queues and receivers.
+//!
+//! Model (what is simulated and what is not):
+//! - Every flow has its own sender NIC (serialization at the host rate, plus
+//!   the algorithm's pacing rate if it has one), a path through one or more
+//!   named queues, and a fixed propagation RTT split evenly over the hops of the
+//!   forward path (half the RTT) and the uncongested ACK path (the other half).
+//! - Queues are FIFO, drop-tail with a byte buffer, serialize at their line
+//!   rate, and CE-mark at enqueue by threshold or RED on the instantaneous
+//!   length, and/or by a phantom queue.
+//! - Receivers ACK every packet immediately and echo its CE mark (the
+//!   DCTCP-style receiver the kernel modules set up), so each ACK reports one
+//!   packet: bytes, RTT, send time, in-flight at send, mark.
+//! - Losses are detected at the first ACK of a later packet (paths are FIFO,
+//!   so a gap means a drop; RACK with zero reordering window) and retransmitted
+//!   first; a retransmission timeout (max(min_rto, 3·srtt)) retransmits
+//!   everything outstanding. Headers, delayed ACKs and the receive window are
+//!   not modelled.
+//! - Same seed, same scenario: the same result, bit for bit (ties between
+//!   events are broken by insertion order).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use anyhow::{bail, Result};
+use xdcc_algo::{AckSample, Event, FlowInit, NetConfig};
+
+use crate::cc::{AnyCc, AnyParams, CcKind};
+use crate::scenario::{Marking, Phantom, Scenario};
+
+/// Algorithms see `sim time + CLOCK_BASE_NS`, like a kernel clock that has been
+/// running for a while (0 means "unknown" in `AckSample`).
+pub const CLOCK_BASE_NS: u64 = 1_000_000_000;
+
+#[derive(Clone, Copy, Debug)]
+struct Pkt {
+    flow: u32,
+    hop: u16,
+    ce: bool,
+    size: u32,
+    seq: u64,
+    send_time: u64,
+    inflight_at_send: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    QueueArrive(u16, Pkt),
+    QueueDepart(u16),
+    RecvArrive(Pkt),
+    AckArrive(Pkt),
+    SenderWake(u32),
+    RtoCheck(u32),
+    FlowStart(u32),
+    FlowStop(u32),
+    Sample,
+}
+
+struct Scheduled {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+impl PartialEq for Scheduled {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.t, self.seq).cmp(&(o.t, o.seq))
+    }
+}
+
+/// Deterministic PRNG (SplitMix64).
+struct Rng(u64);
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+struct PhantomState {
+    size: f64,
+    drain_bytes_per_ns: f64,
+    kmin: f64,
+    kmax: f64,
+    level: f64,
+    last_ns: u64,
+}
+
+pub(crate) struct Queue {
+    pub name: String,
+    rate_bps: f64,
+    buffer: u64,
+    marking: Marking,
+    phantom: Option<PhantomState>,
+    loss_prob: f64,
+    pkts: VecDeque<Pkt>,
+    pub bytes: u64,
+    // statistics
+    pub tx_bytes_measured: u64,
+    pub drops: u64,
+    pub marks: u64,
+    pub enqueued: u64,
+}
+
+impl Queue {
+    fn tx_ns(&self, size: u32) -> u64 {
+        ((size as f64 * 8.0) * 1e9 / self.rate_bps).ceil() as u64
+    }
+
+    fn mark(&mut self, now: u64, size: u32, mtu: u32, rng: &mut Rng) -> bool {
+        let q = self.bytes as f64;
+        let mut ce = match self.marking {
+            Marking::None => false,
+            Marking::Threshold { k_pkts } => q >= k_pkts * mtu as f64,
+            Marking::Red { min_frac, max_frac, pmax } => {
+                let (lo, hi) = (min_frac * self.buffer as f64, max_frac * self.buffer as f64);
+                if q < lo {
+                    false
+                } else if q >= hi {
+                    true
+                } else {
+                    rng.unit() < pmax * (q - lo) / (hi - lo)
+                }
+            }
+        };
+        if let Some(p) = &mut self.phantom {
+            let dt = now.saturating_sub(p.last_ns) as f64;
+            p.level = (p.level - dt * p.drain_bytes_per_ns).max(0.0);
+            p.last_ns = now;
+            p.level = (p.level + size as f64).min(p.size);
+            let l = p.level;
+            let pq = if l < p.kmin {
+                false
+            } else if l >= p.kmax {
+                true
+            } else {
+                rng.unit() < (l - p.kmin) / (p.kmax - p.kmin)
+            };
+            ce |= pq;
+        }
+        ce
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    seq: u64,
+    size: u32,
+    send_time: u64,
+}
+
+pub(crate) struct Flow {
+    pub name: String,
+    pub group: String,
+    pub kind: CcKind,
+    params: usize,
+    cc: Option<AnyCc>,
+    path: Vec<u16>,
+    hop_delay_ns: u64,
+    ack_delay_ns: u64,
+    host_rate_bps: f64,
+    pub rtt_ns: u64,
+    pub start_ns: u64,
+    stop_ns: Option<u64>,
+    pub size: Option<u64>,
+    snd_nxt: u64,
+    pub delivered: u64,
+    inflight: u64,
+    outstanding: VecDeque<Sent>,
+    retx: VecDeque<(u64, u32)>,
+    nic_free_ns: u64,
+    next_pace_ns: u64,
+    wake_at: Option<u64>,
+    rto_armed: bool,
+    last_progress_ns: u64,
+    srtt_ns: f64,
+    pub last_rtt_ns: u64,
+    pub sending: bool,
+    pub started: bool,
+    pub finish_ns: Option<u64>,
+    pub losses: u64,
+    pub rtos: u64,
+    pub marked_acks: u64,
+    pub acks: u64,
+}
+
+impl Flow {
+    pub fn cwnd(&self) -> u32 {
+        self.cc.as_ref().map_or(0, |c| c.cwnd())
+    }
+    pub fn pacing_rate(&self) -> Option<u64> {
+        self.cc.as_ref().and_then(|c| c.pacing_rate())
+    }
+    pub fn active(&self) -> bool {
+        self.started && self.finish_ns.is_none() && self.sending
+    }
+}
+
+/// Time series sampled every `sample_interval`.
+#[derive(Default)]
+pub(crate) struct Series {
+    pub t_ns: Vec<u64>,
+    /// Per sample, per flow: cumulative delivered bytes, cwnd, last RTT (ns),
+    /// pacing rate (bytes/s, 0 = none), active flag.
+    pub delivered: Vec<Vec<u64>>,
+    pub cwnd: Vec<Vec<u32>>,
+    pub rtt: Vec<Vec<u64>>,
+    pub pacing: Vec<Vec<u64>>,
+    pub active: Vec<Vec<bool>>,
+    /// Per sample, per queue: bytes queued.
+    pub qlen: Vec<Vec<u64>>,
+}
+
+pub(crate) struct Sim {
+    pub now: u64,
+    seq: u64,
+    heap: BinaryHeap<Reverse<Scheduled>>,
+    pub queues: Vec<Queue>,
+    pub flows: Vec<Flow>,
+    params: Vec<AnyParams>,
+    mtu: u32,
+    rng: Rng,
+    min_rto_ns: u64,
+    pub end_ns: u64,
+    sample_ns: u64,
+    measure_from_ns: u64,
+    pub series: Series,
+    pub events: u64,
+    pub packets_sent: u64,
+    window_pacing_gain: f64,
+    /// Flow whose every ACK is printed to stderr (`XDCC_SIM_TRACE=<index>`).
+    trace: Option<usize>,
+}
+
+fn ns(ms_or_us: f64, scale: f64) -> u64 {
+    (ms_or_us * scale).round() as u64
+}
+
+impl Sim {
+    /// Builds the simulation of `sc` where every flow without its own `cc`
+    /// runs `kind`.
+    pub fn new(sc: &Scenario, kind: CcKind) -> Result<Self> {
+        sc.validate()?;
+        let net = NetConfig {
+            link_rate_bps: (sc.net.link_rate_gbps * 1e9).round() as u64,
+            intra_rtt_ns: ns(sc.net.intra_rtt_us, 1e3).min(u32::MAX as u64) as u32,
+            inter_rtt_ns: ns(sc.net.inter_rtt_us, 1e3).min(u32::MAX as u64) as u32,
+            mtu: sc.net.mtu,
+        };
+        let mut kinds: Vec<CcKind> = vec![kind];
+        for f in &sc.flows {
+            if let Some(c) = &f.cc {
+                let k = CcKind::parse(c)?;
+                if !kinds.contains(&k) {
+                    kinds.push(k);
+                }
+            }
+        }
+        let empty = Default::default();
+        let params = kinds
+            .iter()
+            .map(|&k| AnyParams::build(k, &net, sc.params.get(k.name()).unwrap_or(&empty)))
+            .collect::<Result<Vec<_>>>()?;
+
+        let overrides = sc.queue_overrides.get(kind.name());
+        let queues = sc
+            .queues
+            .iter()
+            .map(|q| {
+                let o = overrides.and_then(|m| m.get(&q.name));
+                let buffer = (o.and_then(|o| o.buffer_kb).unwrap_or(q.buffer_kb) * 1000.0).round() as u64;
+                let marking = o.and_then(|o| o.marking.clone()).unwrap_or_else(|| q.marking.clone());
+                let phantom: Option<Phantom> = o.and_then(|o| o.phantom.clone()).or_else(|| q.phantom.clone());
+                let rate_bps = q.rate_gbps * 1e9;
+                Queue {
+                    name: q.name.clone(),
+                    rate_bps,
+                    buffer,
+                    marking,
+                    phantom: phantom.map(|p| {
+                        let size = p.size_kb.map_or(buffer as f64, |s| s * 1000.0);
+                        PhantomState {
+                            size,
+                            drain_bytes_per_ns: rate_bps * p.drain_frac / 8.0 / 1e9,
+                            kmin: p.min_frac * size,
+                            kmax: p.max_frac * size,
+                            level: 0.0,
+                            last_ns: 0,
+                        }
+                    }),
+                    loss_prob: q.loss_prob,
+                    pkts: VecDeque::new(),
+                    bytes: 0,
+                    tx_bytes_measured: 0,
+                    drops: 0,
+                    marks: 0,
+                    enqueued: 0,
+                }
+            })
+            .collect::<Vec<_>>();
+        if queues.len() > u16::MAX as usize {
+            bail!("too many queues");
+        }
+
+        let mut flows = Vec::new();
+        for g in &sc.flows {
+            let k = g.cc.as_deref().map(CcKind::parse).transpose()?.unwrap_or(kind);
+            let pi = kinds.iter().position(|&x| x == k).expect("collected above");
+            let path: Vec<u16> =
+                g.path.iter().map(|n| queues.iter().position(|q| &q.name == n).expect("validated") as u16).collect();
+            let rtt = ns(g.rtt_us, 1e3);
+            let hops = path.len() as u64 + 1;
+            let host = g.host_rate_gbps.map_or(queues[path[0] as usize].rate_bps, |r| r * 1e9);
+            for i in 0..g.count {
+                let start = ns(g.start_ms, 1e6) + ns(g.start_spacing_us, 1e3) * i as u64;
+                flows.push(Flow {
+                    name: if g.count == 1 { g.name.clone() } else { format!("{}-{}", g.name, i) },
+                    group: g.name.clone(),
+                    kind: k,
+                    params: pi,
+                    cc: None,
+                    path: path.clone(),
+                    hop_delay_ns: rtt / 2 / hops,
+                    ack_delay_ns: rtt - rtt / 2 / hops * hops,
+                    host_rate_bps: host,
+                    rtt_ns: rtt,
+                    start_ns: start,
+                    stop_ns: g.stop_ms.map(|s| ns(s, 1e6)),
+                    size: g.size_kb.map(|s| (s * 1000.0).round().max(1.0) as u64),
+                    snd_nxt: 0,
+                    delivered: 0,
+                    inflight: 0,
+                    outstanding: VecDeque::new(),
+                    retx: VecDeque::new(),
+                    nic_free_ns: 0,
+                    next_pace_ns: 0,
+                    wake_at: None,
+                    rto_armed: false,
+                    last_progress_ns: 0,
+                    srtt_ns: rtt as f64,
+                    last_rtt_ns: 0,
+                    sending: false,
+                    started: false,
+                    finish_ns: None,
+                    losses: 0,
+                    rtos: 0,
+                    marked_acks: 0,
+                    acks: 0,
+                });
+            }
+        }
+        if flows.len() > u32::MAX as usize / 2 {
+            bail!("too many flows");
+        }
+
+        let mut sim = Sim {
+            now: 0,
+            seq: 0,
+            heap: BinaryHeap::new(),
+            queues,
+            flows,
+            params,
+            mtu: sc.net.mtu,
+            rng: Rng(sc.seed ^ 0x5EED_0F_5C3A_A210),
+            min_rto_ns: ns(sc.min_rto_us, 1e3),
+            end_ns: ns(sc.duration_ms, 1e6),
+            sample_ns: ns(sc.sample_interval_us, 1e3).max(1),
+            measure_from_ns: ns(sc.measure_from_ms, 1e6),
+            series: Series::default(),
+            events: 0,
+            packets_sent: 0,
+            window_pacing_gain: sc.window_pacing_gain,
+            trace: std::env::var("XDCC_SIM_TRACE").ok().and_then(|v| v.parse().ok()),
+        };
+        for i in 0..sim.flows.len() {
+            let f = &sim.flows[i];
+            let (start, stop) = (f.start_ns, f.stop_ns);
+            sim.at(start, Ev::FlowStart(i as u32));
+            if let Some(s) = stop {
+                sim.at(s, Ev::FlowStop(i as u32));
+            }
+        }
+        sim.at(0, Ev::Sample);
+        Ok(sim)
+    }
+
+    fn at(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse(Scheduled { t, seq: self.seq, ev }));
+    }
+
+    /// Runs to the end of the scenario.
+    pub fn run(&mut self) {
+        while let Some(Reverse(s)) = self.heap.pop() {
+            if s.t > self.end_ns {
+                break;
+            }
+            self.now = s.t;
+            self.events += 1;
+            match s.ev {
+                Ev::QueueArrive(q, p) => self.queue_arrive(q, p),
+                Ev::QueueDepart(q) => self.queue_depart(q),
+                Ev::RecvArrive(p) => {
+                    let d = self.flows[p.flow as usize].ack_delay_ns;
+                    self.at(self.now + d, Ev::AckArrive(p));
+                }
+                Ev::AckArrive(p) => self.ack_arrive(p),
+                Ev::SenderWake(f) => {
+                    let fl = &mut self.flows[f as usize];
+                    if fl.wake_at == Some(self.now) {
+                        fl.wake_at = None;
+                    }
+                    self.try_send(f as usize);
+                }
+                Ev::RtoCheck(f) => self.rto_check(f as usize),
+                Ev::FlowStart(f) => self.flow_start(f as usize),
+                Ev::FlowStop(f) => self.flows[f as usize].sending = false,
+                Ev::Sample => {
+                    self.sample();
+                    let t = self.now + self.sample_ns;
+                    if t <= self.end_ns {
+                        self.at(t, Ev::Sample);
+                    }
+                }
+            }
+        }
+        self.now = self.end_ns;
+    }
+
+    fn flow_start(&mut self, i: usize) {
+        let mtu = self.mtu;
+        let f = &mut self.flows[i];
+        // The handshake RTT: propagation plus one MTU serialization per hop.
+        let mut hint = f.rtt_ns as f64 + mtu as f64 * 8.0 * 1e9 / f.host_rate_bps;
+        for &q in &f.path {
+            hint += mtu as f64 * 8.0 * 1e9 / self.queues[q as usize].rate_bps;
+        }
+        let init = FlowInit { now_ns: self.now + CLOCK_BASE_NS, mss: mtu, rtt_hint_ns: hint.min(u32::MAX as f64) as u32 };
+        f.cc = Some(AnyCc::new(&self.params[f.params], &init));
+        f.started = true;
+        f.sending = true;
+        f.last_progress_ns = self.now;
+        self.try_send(i);
+    }
+
+    fn try_send(&mut self, i: usize) {
+        let now = self.now;
+        let mtu = self.mtu;
+        loop {
+            let f = &mut self.flows[i];
+            if !f.started || f.finish_ns.is_some() {
+                return;
+            }
+            // Next packet: retransmissions first, then new data.
+            let (seq, size, is_new) = if let Some(&(s, z)) = f.retx.front() {
+                (s, z, false)
+            } else if f.sending {
+                let remaining = f.size.map_or(u64::MAX, |s| s.saturating_sub(f.snd_nxt));
+                if remaining == 0 {
+                    return;
+                }
+                (f.snd_nxt, remaining.min(mtu as u64) as u32, true)
+            } else {
+                return;
+            };
+            let cc = f.cc.as_ref().expect("started");
+            let cwnd = cc.cwnd() as u64;
+            if f.inflight > 0 && f.inflight + size as u64 > cwnd {
+                return; // window-limited: an ACK will call us again
+            }
+            let t = now.max(f.nic_free_ns).max(f.next_pace_ns);
+            if t > now {
+                if f.wake_at.map_or(true, |w| w > t) {
+                    f.wake_at = Some(t);
+                    self.at(t, Ev::SenderWake(i as u32));
+                }
+                return;
+            }
+            if is_new {
+                f.snd_nxt += size as u64;
+            } else {
+                f.retx.pop_front();
+            }
+            f.inflight += size as u64;
+            f.outstanding.push_back(Sent { seq, size, send_time: now });
+            let tx = ((size as f64 * 8.0) * 1e9 / f.host_rate_bps).ceil() as u64;
+            f.nic_free_ns = now + tx;
+            let rate = match cc.pacing_rate() {
+                Some(r) => Some(r.max(1) as f64),
+                None if self.window_pacing_gain > 0.0 => {
+                    Some(self.window_pacing_gain * cwnd.max(mtu as u64) as f64 * 1e9 / f.srtt_ns.max(1.0))
+                }
+                None => None,
+            };
+            if let Some(rate) = rate {
+                let gap = (size as f64 * 1e9 / rate).ceil() as u64;
+                f.next_pace_ns = now + gap;
+            }
+            let pkt = Pkt {
+                flow: i as u32,
+                hop: 0,
+                ce: false,
+                size,
+                seq,
+                send_time: now,
+                inflight_at_send: f.inflight.min(u32::MAX as u64) as u32,
+            };
+            let arrive = f.nic_free_ns + f.hop_delay_ns;
+            let q0 = f.path[0];
+            let arm = !f.rto_armed;
+            f.rto_armed = true;
+            let rto = self.rto_ns(i);
+            self.packets_sent += 1;
+            self.at(arrive, Ev::QueueArrive(q0, pkt));
+            if arm {
+                self.at(now + rto, Ev::RtoCheck(i as u32));
+            }
+        }
+    }
+
+    fn rto_ns(&self, i: usize) -> u64 {
+        let f = &self.flows[i];
+        (f.srtt_ns * 3.0).max(self.min_rto_ns as f64) as u64
+    }
+
+    fn queue_arrive(&mut self, qi: u16, mut p: Pkt) {
+        let now = self.now;
+        let mtu = self.mtu;
+        let q = &mut self.queues[qi as usize];
+        if q.loss_prob > 0.0 && self.rng.unit() < q.loss_prob {
+            q.drops += 1;
+            return;
+        }
+        if q.bytes + p.size as u64 > q.buffer {
+            q.drops += 1;
+            return;
+        }
+        if q.mark(now, p.size, mtu, &mut self.rng) {
+            if !p.ce {
+                q.marks += 1;
+            }
+            p.ce = true;
+        }
+        q.enqueued += 1;
+        q.bytes += p.size as u64;
+        q.pkts.push_back(p);
+        if q.pkts.len() == 1 {
+            let tx = q.tx_ns(p.size);
+            self.at(now + tx, Ev::QueueDepart(qi));
+        }
+    }
+
+    fn queue_depart(&mut self, qi: u16) {
+        let now = self.now;
+        let measure = now >= self.measure_from_ns;
+        let q = &mut self.queues[qi as usize];
+        let Some(mut p) = q.pkts.pop_front() else { return };
+        q.bytes -= p.size as u64;
+        if measure {
+            q.tx_bytes_measured += p.size as u64;
+        }
+        if let Some(next) = q.pkts.front() {
+            let tx = q.tx_ns(next.size);
+            self.at(now + tx, Ev::QueueDepart(qi));
+        }
+        let f = &self.flows[p.flow as usize];
+        let d = f.hop_delay_ns;
+        p.hop += 1;
+        if (p.hop as usize) < f.path.len() {
+            let nq = f.path[p.hop as usize];
+            self.at(now + d, Ev::QueueArrive(nq, p));
+        } else {
+            self.at(now + d, Ev::RecvArrive(p));
+        }
+    }
+
+    fn ack_arrive(&mut self, p: Pkt) {
+        let now = self.now;
+        let i = p.flow as usize;
+        let f = &mut self.flows[i];
+        if f.finish_ns.is_some() || !f.started {
+            return;
+        }
+        // Find the acked packet; everything sent before it and still
+        // outstanding was dropped (FIFO paths).
+        let Some(pos) = f.outstanding.iter().position(|s| s.seq == p.seq && s.send_time == p.send_time) else {
+            return; // already declared lost by an RTO: ignore the late ACK
+        };
+        let params = &self.params[f.params];
+        let cc = f.cc.as_mut().expect("started");
+        for _ in 0..pos {
+            let lost = f.outstanding.pop_front().expect("pos < len");
+            f.inflight -= lost.size as u64;
+            f.retx.push_back((lost.seq, lost.size));
+            f.losses += 1;
+            cc.on_event(params, Event::Loss { bytes: lost.size }, now + CLOCK_BASE_NS);
+            if self.trace == Some(i) {
+                eprintln!("trace t={:.3}ms flow={} loss cwnd -> {}", now as f64 / 1e6, f.name, cc.cwnd());
+            }
+        }
+        let s = f.outstanding.pop_front().expect("found");
+        f.inflight -= s.size as u64;
+        f.delivered += s.size as u64;
+        f.acks += 1;
+        if p.ce {
+            f.marked_acks += 1;
+        }
+        let rtt = now - s.send_time;
+        f.last_rtt_ns = rtt;
+        f.srtt_ns += (rtt as f64 - f.srtt_ns) / 8.0;
+        f.last_progress_ns = now;
+        let sample = AckSample {
+            now_ns: now + CLOCK_BASE_NS,
+            acked_bytes: s.size,
+            marked_bytes: if p.ce { s.size } else { 0 },
+            rtt_ns: rtt.clamp(1, u32::MAX as u64) as u32,
+            send_time_ns: s.send_time + CLOCK_BASE_NS,
+            inflight_at_send: p.inflight_at_send,
+            inflight: f.inflight.min(u32::MAX as u64) as u32,
+            app_limited: false,
+        };
+        let before = cc.cwnd();
+        cc.on_ack(params, &sample);
+        if self.trace == Some(i) {
+            eprintln!(
+                "trace t={:.3}ms flow={} sent={:.3}ms rtt={}us ce={} cwnd {} -> {} inflight={}",
+                now as f64 / 1e6, f.name, s.send_time as f64 / 1e6, rtt / 1000, p.ce, before, cc.cwnd(), f.inflight
+            );
+            if std::env::var_os("XDCC_SIM_TRACE_STATE").is_some() {
+                eprintln!("state {cc:?}");
+            }
+        }
+        if let Some(size) = f.size {
+            if f.delivered >= size {
+                f.finish_ns = Some(now);
+                return;
+            }
+        }
+        self.try_send(i);
+    }
+
+    fn rto_check(&mut self, i: usize) {
+        let now = self.now;
+        let rto = self.rto_ns(i);
+        let f = &mut self.flows[i];
+        if f.outstanding.is_empty() || f.finish_ns.is_some() {
+            f.rto_armed = false;
+            return;
+        }
+        let deadline = f.last_progress_ns + rto;
+        if now < deadline {
+            self.at(deadline, Ev::RtoCheck(i as u32));
+            return;
+        }
+        // Timeout: everything outstanding is presumed lost.
+        f.rtos += 1;
+        let params = &self.params[f.params];
+        f.cc.as_mut().expect("started").on_event(params, Event::Rto, now + CLOCK_BASE_NS);
+        let lost: Vec<_> = f.outstanding.drain(..).map(|s| (s.seq, s.size)).collect();
+        for l in lost.into_iter().rev() {
+            f.retx.push_front(l);
+        }
+        f.inflight = 0;
+        f.last_progress_ns = now;
+        f.srtt_ns *= 2.0; // back off
+        let rto = self.rto_ns(i);
+        self.at(now + rto, Ev::RtoCheck(i as u32));
+        self.try_send(i);
+    }
+
+    fn sample(&mut self) {
+        let s = &mut self.series;
+        s.t_ns.push(self.now);
+        s.delivered.push(self.flows.iter().map(|f| f.delivered).collect());
+        s.cwnd.push(self.flows.iter().map(|f| f.cwnd()).collect());
+        s.rtt.push(self.flows.iter().map(|f| f.last_rtt_ns).collect());
+        s.pacing.push(self.flows.iter().map(|f| f.pacing_rate().unwrap_or(0)).collect());
+        s.active.push(self.flows.iter().map(|f| f.active()).collect());
+        s.qlen.push(self.queues.iter().map(|q| q.bytes).collect());
+    }
+
+    pub fn link_rate_bps(&self, q: usize) -> f64 {
+        self.queues[q].rate_bps
+    }
+    pub fn measure_from_ns(&self) -> u64 {
+        self.measure_from_ns
+    }
+    pub fn sample_ns(&self) -> u64 {
+        self.sample_ns
+    }
+}
