@@ -1,0 +1,415 @@
+//! The papers' equations, checked on the exact integer code.
+
+use xdcc_algo::fixed::ONE;
+use xdcc_algo::oscar::{Estimator, MIN_SAMPLES};
+use xdcc_algo::{gemini, oscar, smartt, uno, AckSample, CongestionControl, Event, FlowInit, NetConfig};
+
+const NET_1G: NetConfig = NetConfig::GEMINI_TESTBED;
+const NET_10G: NetConfig =
+    NetConfig { link_rate_bps: 10_000_000_000, intra_rtt_ns: 200_000, inter_rtt_ns: 1_600_000, mtu: 1500 };
+const T0: u64 = 1_000_000_000;
+
+fn q16(x: u32) -> f64 {
+    x as f64 / ONE as f64
+}
+
+/// An unmarked (or marked) ACK of one MTU with RTT `rtt` for a packet sent at
+/// `sent`.
+fn ack(now: u64, sent: u64, rtt: u32, marked: bool) -> AckSample {
+    AckSample {
+        now_ns: now,
+        acked_bytes: 1500,
+        marked_bytes: if marked { 1500 } else { 0 },
+        rtt_ns: rtt,
+        send_time_ns: sent,
+        inflight_at_send: 0,
+        inflight: 0,
+        app_limited: false,
+    }
+}
+
+// ---------------------------------------------------------------- Gemini --
+
+#[test]
+fn gemini_f_is_one_half_when_k_is_a_seventh_of_the_bdp() {
+    // gemini-ton §III-B: "following DCTCP, K = (C × RTT)/7 gives F = 1/2".
+    for (rate, rtt) in [(1_000_000_000u64, 200_000u32), (10_000_000_000, 1_000_000), (100_000_000_000, 14_000)] {
+        let mut p = gemini::Params::from_net(&NET_1G);
+        p.rate_bytes_per_sec = rate / 8;
+        let bdp = rate / 8 * rtt as u64 / 1_000_000_000;
+        p.k_bytes = (bdp / 7) as u32;
+        let f = q16(p.scale_factor_q16(rtt));
+        assert!((f - 0.5).abs() < 0.001, "F = {f} at {rate} bit/s, {rtt} ns");
+    }
+}
+
+#[test]
+fn gemini_f_shrinks_with_rtt_and_default_k_is_50_packets_per_gbps() {
+    let p = gemini::Params::from_net(&NET_1G);
+    assert_eq!(p.k_bytes, 50 * 1500);
+    assert_eq!(gemini::Params::from_net(&NET_10G).k_bytes, 500 * 1500);
+    // F = 4K/(C·RTT + K): 4·75000/(25000 + 75000) = 3 at 200 µs, smaller at 10 ms.
+    assert!((q16(p.scale_factor_q16(200_000)) - 3.0).abs() < 0.001);
+    let f_wan = q16(p.scale_factor_q16(10_000_000));
+    assert!((f_wan - 300_000.0 / (1_250_000.0 + 75_000.0)).abs() < 0.001, "{f_wan}");
+}
+
+#[test]
+fn gemini_h_is_about_one_mss_at_1gbps_8ms_and_is_clamped() {
+    // §III-C: H = 1.2e-7 "leads to h = 1 when C = 1 Gbps and RTT = 8 ms"
+    // (exactly 0.96), clamped to [0.1, 5] MSS per RTT.
+    let p = gemini::Params::from_net(&NET_1G);
+    assert!((q16(p.h_q16(8_000_000)) - 0.96).abs() < 0.001);
+    assert!((q16(p.h_q16(200_000)) - 0.1).abs() < 0.001, "clamped up");
+    assert!((q16(p.h_q16(100_000_000)) - 5.0).abs() < 0.001, "clamped down");
+}
+
+#[test]
+fn gemini_cuts_by_beta_on_wan_delay_and_at_most_once_per_rtt() {
+    let p = gemini::Params::from_net(&NET_1G);
+    let rtt = 10_000_000u32;
+    let mut g = gemini::Gemini::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: rtt });
+    // Ten windows at the base RTT, then RTTs 6 ms above it (T = 5 ms), one
+    // ACK every 100 µs.
+    let mut now = T0 + rtt as u64;
+    for _ in 0..1000 {
+        now += 100_000;
+        g.on_ack(&p, &ack(now, now - rtt as u64, rtt, false));
+    }
+    let before = g.cwnd();
+    let slow = rtt + 6_000_000;
+    // The first slow window only records RTT_min; reactions follow, one per
+    // RTT (16 ms = 160 ACKs).
+    let mut cuts = 0;
+    let mut last = g.cwnd();
+    for _ in 0..480 {
+        now += 100_000;
+        g.on_ack(&p, &ack(now, now - slow as u64, slow, false));
+        if g.cwnd() < last {
+            cuts += 1;
+            let ratio = g.cwnd() as f64 / last as f64;
+            assert!((ratio - 0.8).abs() < 0.01, "WAN cut must be β = 0.2, got ratio {ratio}");
+        }
+        last = g.cwnd();
+    }
+    assert!(g.cwnd() < before);
+    // 48 ms of 16 ms RTTs: the first RTT only measures, then one cut per RTT.
+    assert!((2..=3).contains(&cuts), "cuts = {cuts}");
+}
+
+// ------------------------------------------------------------------ Uno --
+
+fn uno_flow(p: &uno::Params, rtt: u32) -> uno::Uno {
+    uno::Uno::new(p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: rtt })
+}
+
+#[test]
+fn uno_md_factor_is_e_times_4k_over_k_plus_bdp() {
+    let p = uno::Params::from_net(&NET_10G);
+    // K = intra BDP / 7 → 4K/(K + BDP_intra) = 4/8 = 1/2.
+    assert_eq!(p.k_bytes as u64, NET_10G.intra_bdp() / 7);
+    assert!((q16(p.md_factor_q16(NET_10G.intra_bdp())) - 0.5).abs() < 0.001);
+    // Inter-DC flows (8x BDP) react far more gently.
+    let inter = q16(p.md_factor_q16(NET_10G.inter_bdp()));
+    let k = p.k_bytes as f64;
+    assert!((inter - 4.0 * k / (k + NET_10G.inter_bdp() as f64)).abs() < 0.001);
+}
+
+/// Runs one fully marked epoch at `rtt` and returns (cwnd before, after).
+fn uno_one_marked_epoch(p: &uno::Params, rtt: u32) -> (u32, u32) {
+    let base = 200_000u32;
+    let mut u = uno_flow(p, base);
+    let mut now = T0;
+    // Activate the epoch with the first ACK, then a marked epoch.
+    u.on_ack(p, &ack(now, now - base as u64, base, false));
+    let start = u.cwnd();
+    for i in 1..=10u64 {
+        now += 10_000;
+        u.on_ack(p, &ack(now, T0 - 100_000 + i, rtt, true));
+    }
+    let before = u.cwnd();
+    // The ACK of a packet sent after T_epoch ends the epoch.
+    now += 10_000;
+    u.on_ack(p, &ack(now, T0 + 1, rtt, true));
+    assert_eq!(start, before, "marked ACKs must not increase the window");
+    (before, u.cwnd())
+}
+
+#[test]
+fn uno_physical_congestion_cuts_by_e_times_md_ecn() {
+    let p = uno::Params::from_net(&NET_10G);
+    // Physical queue: RTT well above base. The epoch holds the activating
+    // ACK and 11 marked ones: fraction 11/12, E = 0.65 × 11/12 after one
+    // epoch (gain 0.65), MD_ECN = E × 1/2, MD_scale = 1.
+    let (b, a) = uno_one_marked_epoch(&p, 400_000);
+    let cut = 1.0 - a as f64 / b as f64;
+    assert!((cut - 0.65 * 11.0 / 12.0 * 0.5).abs() < 0.002, "cut {cut}");
+}
+
+#[test]
+fn uno_phantom_only_congestion_is_gentle() {
+    let p = uno::Params::from_net(&NET_10G);
+    // RTT at base: marks came from phantom queues only: MD_scale = 0.3.
+    let (b, a) = uno_one_marked_epoch(&p, 200_000);
+    let cut = 1.0 - a as f64 / b as f64;
+    assert!((cut - 0.65 * 11.0 / 12.0 * 0.5 * 0.3).abs() < 0.002, "cut {cut}");
+}
+
+#[test]
+fn uno_ai_adds_alpha_per_window_of_unmarked_acks() {
+    let mut p = uno::Params::from_net(&NET_10G);
+    p.qa_beta_q16 = 0; // keep QuickAdapt out of this measurement
+    let rtt = 200_000u32;
+    let mut u = uno_flow(&p, rtt);
+    let w0 = u.cwnd() as u64;
+    let alpha = NET_10G.intra_bdp() / 1000; // 0.1 % of BDP
+    // One window's worth of ACKs.
+    let mut now = T0;
+    let mut acked = 0u64;
+    while acked < w0 {
+        now += 1_000;
+        u.on_ack(&p, &ack(now, now - rtt as u64, rtt, false));
+        acked += 1500;
+    }
+    let grown = u.cwnd() as u64 - w0;
+    assert!(grown.abs_diff(alpha) <= alpha / 50 + 2, "grew {grown}, alpha {alpha}");
+}
+
+#[test]
+fn uno_quick_adapt_drops_to_acked_bytes_then_holds_off() {
+    let p = uno::Params::from_net(&NET_10G);
+    let rtt = 200_000u32;
+    let mut u = uno_flow(&p, rtt);
+    let w0 = u.cwnd();
+    let mut now = T0;
+    u.on_ack(&p, &ack(now, now - rtt as u64, rtt, false));
+    // Only 10 packets come back in the next RTT: extreme congestion.
+    for _ in 0..10 {
+        now += rtt as u64 / 10;
+        u.on_ack(&p, &ack(now, now - rtt as u64, rtt, false));
+    }
+    now += 1;
+    u.on_ack(&p, &ack(now, now - rtt as u64, rtt, false));
+    assert!(u.cwnd() < w0 / 4, "QA must cut: {} -> {}", w0, u.cwnd());
+    assert!((10 * 1500..=12 * 1500).contains(&u.cwnd()), "cwnd = bytes acked in the period: {}", u.cwnd());
+}
+
+// ---------------------------------------------------------------- OSCAR --
+
+#[test]
+fn oscar_estimator_returns_exact_slope_and_mean_on_linear_delay() {
+    // delay = 100 µs + 0.5 × (t − t0): slope 1/2, sampled every 1 µs for τ.
+    let tau = 50_000u64;
+    let mut e = Estimator::default();
+    let mut got = None;
+    let mut n = 0u64;
+    let t0 = T0;
+    for i in 0..=50u64 {
+        let x = i * 1_000;
+        let delay = 100_000 + x / 2;
+        n += 1;
+        if let Some(est) = e.add(t0 + x, delay as u32, 10_000, 1500, tau) {
+            got = Some(est);
+            break;
+        }
+    }
+    let est = got.expect("an estimate after tau");
+    assert_eq!(n, 51);
+    assert_eq!(est.gradient_q16, (ONE / 2) as i32, "slope");
+    // Mean of 100 µs + x/2 over x = 0..50 µs is 112.5 µs.
+    assert_eq!(est.delay_ns, 112_500);
+    assert_eq!(est.inflight_bytes, 10_000);
+    // 51 × 1500 bytes over 50 µs.
+    assert_eq!(est.rate_bytes_per_sec, 51 * 1500 * 1_000_000_000 / 50_000);
+}
+
+#[test]
+fn oscar_estimator_negative_and_steep_slopes() {
+    for (num, den) in [(-9i64, 10i64), (3, 1), (-1, 4), (0, 1)] {
+        let mut e = Estimator::default();
+        let mut out = None;
+        for i in 0..=100i64 {
+            let x = i * 500;
+            let d = 1_000_000 + x * num / den;
+            if let Some(est) = e.add(T0 + x as u64, d as u32, 0, 1500, 50_000) {
+                out = Some(est);
+                break;
+            }
+        }
+        let g = out.expect("estimate").gradient_q16 as f64 / ONE as f64;
+        assert!((g - num as f64 / den as f64).abs() < 1e-4, "{num}/{den}: {g}");
+    }
+}
+
+#[test]
+fn oscar_estimator_refuses_with_fewer_than_three_samples() {
+    assert_eq!(MIN_SAMPLES, 3);
+    let mut e = Estimator::default();
+    // Two samples spanning more than tau: no estimate yet.
+    assert!(e.add(T0, 100_000, 0, 1500, 10_000).is_none());
+    assert!(e.add(T0 + 20_000, 110_000, 0, 1500, 10_000).is_none());
+    assert_eq!(e.samples(), 2);
+    assert!(e.estimate(20_000).is_none(), "two samples are refused");
+    // The third one completes the batch.
+    assert!(e.add(T0 + 30_000, 115_000, 0, 1500, 10_000).is_some());
+    assert_eq!(e.samples(), 0, "a new batch starts");
+}
+
+#[test]
+fn oscar_sets_window_and_rate_from_u() {
+    let p = oscar::Params::from_net(&NET_10G);
+    let rtt = 100_000u32;
+    let o = oscar::Oscar::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: rtt });
+    // u = 1 at start: rate = line rate, window capped at the base BDP.
+    assert_eq!(o.u_q16(), ONE);
+    assert_eq!(o.pacing_rate(), Some(NET_10G.rate_bytes_per_sec()));
+    assert_eq!(o.cwnd() as u64, NET_10G.rate_bytes_per_sec() * rtt as u64 / 1_000_000_000);
+}
+
+#[test]
+fn oscar_one_step_to_a_tenth_under_tenfold_overload() {
+    // Ten flows at line rate into one port: the queue grows at 9 μ, so the
+    // gradient is 9 and u_r = rate/((1+g)·μ) = 1/10 in one update.
+    let p = oscar::Params::from_net(&NET_10G);
+    let base = 100_000u32;
+    let mut o = oscar::Oscar::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: base });
+    let mu = NET_10G.rate_bytes_per_sec();
+    let gap = 1500 * 1_000_000_000 / mu; // this flow sends at line rate
+    let mut t = T0;
+    let mut updated = false;
+    for i in 0..200u64 {
+        let sent = T0 + i * gap;
+        let delay = base as u64 + 9 * (sent - T0) + 80_000; // above target, rising 9 ns/ns
+        t = t.max(sent + delay);
+        let s = AckSample {
+            now_ns: t,
+            acked_bytes: 1500,
+            marked_bytes: 0,
+            rtt_ns: delay as u32,
+            send_time_ns: sent,
+            inflight_at_send: 1_000_000,
+            inflight: 1_000_000,
+            app_limited: false,
+        };
+        o.on_ack(&p, &s);
+        if o.u_q16() != ONE {
+            updated = true;
+            break;
+        }
+    }
+    assert!(updated);
+    let u = q16(o.u_q16());
+    assert!((u - 0.101).abs() < 0.005, "u = {u}, expected 1/10 + U_AI");
+}
+
+// --------------------------------------------------------------- SMaRTT --
+
+#[test]
+fn smartt_md_never_cuts_below_half() {
+    let mut p = smartt::Params::from_net(&NET_10G);
+    p.qa_beta_q16 = 0; // QuickAdapt may cut deeper, by design; test MD alone
+    let base = 100_000u32;
+    let mut s = smartt::Smartt::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: base });
+    let mut now = T0;
+    let mut last = s.cwnd();
+    // Marked ACKs with enormous RTTs, spaced by a base RTT so MD may act each time.
+    for i in 0..40u64 {
+        now += base as u64 + 1;
+        let rtt = if i % 2 == 0 { 50_000_000 } else { u32::MAX };
+        s.on_ack(&p, &ack(now, now - 1000, rtt, true));
+        assert!(s.cwnd() >= last / 2 || s.cwnd() == p.mtu, "{} -> {}", last, s.cwnd());
+        last = s.cwnd();
+    }
+}
+
+#[test]
+fn smartt_md_follows_equation_one() {
+    let mut p = smartt::Params::from_net(&NET_10G);
+    p.avg_rtt_gain_q16 = ONE; // avg_rtt = last RTT, to check eq. 1 exactly
+    p.qa_beta_q16 = 0;
+    let base = 100_000u32;
+    let mut s = smartt::Smartt::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: base });
+    let trtt = base as f64 + p.target_qdelay_ns as f64; // 200 µs
+    let rtt = 250_000u32;
+    let before = s.cwnd();
+    s.on_ack(&p, &ack(T0 + 1, T0 - 1000, rtt, true));
+    let expect = 1.0 - 0.8 * (rtt as f64 - trtt) / rtt as f64; // 0.84
+    let got = s.cwnd() as f64 / before as f64;
+    assert!((got - expect).abs() < 0.002, "got {got}, eq. 1 gives {expect}");
+}
+
+#[test]
+fn smartt_ecn_below_target_leaves_window_and_hints_repath() {
+    let p = smartt::Params::from_net(&NET_10G);
+    let base = 100_000u32;
+    let mut s = smartt::Smartt::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: base });
+    let before = s.cwnd();
+    s.on_ack(&p, &ack(T0 + 1, T0 - 1000, base + 10_000, true));
+    assert_eq!(s.cwnd(), before);
+    assert!(s.repath_hint());
+}
+
+#[test]
+fn smartt_loss_arms_quick_adapt_and_window_is_clamped() {
+    let p = smartt::Params::from_net(&NET_10G);
+    let base = 100_000u32;
+    let mut s = smartt::Smartt::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: base });
+    let bdp = NET_10G.rate_bytes_per_sec() * base as u64 / 1_000_000_000;
+    assert!(s.cwnd() as u64 <= bdp * 3 / 2);
+    let mut now = T0;
+    s.on_ack(&p, &ack(now, now - base as u64, base, false));
+    // 5 packets acked in the next target RTT, then a loss.
+    for _ in 0..5 {
+        now += 20_000;
+        s.on_ack(&p, &ack(now, now - base as u64, base * 3, false));
+    }
+    s.on_event(&p, Event::Loss { bytes: 1500 }, now);
+    now += 200_000;
+    s.on_ack(&p, &ack(now, now - base as u64, base * 3, false));
+    assert!(s.cwnd() <= 7 * 1500, "QuickAdapt to the acked bytes: {}", s.cwnd());
+}
+
+// ------------------------------------------------------------ interface --
+
+#[test]
+fn per_flow_state_fits_the_kernel_private_area() {
+    use core::mem::size_of;
+    for (name, size) in [
+        ("uno", size_of::<uno::Uno>()),
+        ("gemini", size_of::<gemini::Gemini>()),
+        ("oscar", size_of::<oscar::Oscar>()),
+        ("smartt", size_of::<smartt::Smartt>()),
+    ] {
+        assert!(size <= xdcc_algo::ICSK_CA_PRIV_SIZE, "{name}: {size} bytes");
+    }
+}
+
+#[test]
+fn validate_names_the_bad_parameter_and_set_changes_nothing_on_error() {
+    let mut p = gemini::Params::from_net(&NET_1G);
+    let before = p;
+    let e = p.set("beta_q16", 70_000).unwrap_err();
+    assert_eq!(e.name, "beta_q16");
+    assert_eq!(p, before, "a rejected value changes nothing");
+    assert!(e.to_string().contains("beta_q16"));
+    let e = p.set("no_such_knob", 1).unwrap_err();
+    assert_eq!(e.reason, "unknown parameter name");
+    p.set("t_ns", 2_000_000).unwrap();
+    assert_eq!(p.get("t_ns"), Some(2_000_000));
+
+    let mut u = uno::Params::from_net(&NET_10G);
+    assert_eq!(u.set("epoch_ns", 10).unwrap_err().name, "epoch_ns");
+    let mut o = oscar::Params::from_net(&NET_10G);
+    assert_eq!(o.set("u_max_q16", 1).unwrap_err().name, "u_max_q16");
+    let mut s = smartt::Params::from_net(&NET_10G);
+    assert_eq!(s.set("mtu", 1 << 40).unwrap_err().name, "mtu");
+    for n in [NET_1G, NET_10G, NetConfig::UNO_PAPER] {
+        n.validate().unwrap();
+        uno::Params::from_net(&n).validate().unwrap();
+        gemini::Params::from_net(&n).validate().unwrap();
+        oscar::Params::from_net(&n).validate().unwrap();
+        smartt::Params::from_net(&n).validate().unwrap();
+    }
+    let bad = NetConfig { inter_rtt_ns: 1_000, ..NET_10G };
+    assert_eq!(bad.validate().unwrap_err().name, "inter_rtt_ns");
+}
