@@ -12,7 +12,7 @@
 pub mod cc;
 pub mod metrics;
 pub mod scenario;
-mod sim;
+pub mod sim;
 
 use std::path::Path;
 
@@ -21,6 +21,7 @@ use anyhow::{Context, Result};
 pub use cc::CcKind;
 pub use metrics::{jain, FlowReport, QueueReport, RunReport};
 pub use scenario::Scenario;
+pub use sim::{Series, CLOCK_BASE_NS};
 
 /// Runs the scenario once with `kind` as the default algorithm.
 pub fn run(sc: &Scenario, kind: CcKind) -> Result<RunReport> {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::sim::Sim;
+use crate::sim::{Series, Sim};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct QueueReport {
@@ -66,6 +66,12 @@ pub struct RunReport {
     pub series_csv: String,
     #[serde(skip)]
     pub jain_series: Vec<(f64, Option<f64>)>,
+    /// The raw samples (per sample, per flow / per queue).
+    #[serde(skip)]
+    pub samples: Series,
+    /// Flow names in the order of `samples`' inner vectors.
+    #[serde(skip)]
+    pub flow_names: Vec<String>,
 }
 
 /// Jain's fairness index of `x` (1 = perfectly fair).
@@ -213,6 +219,8 @@ pub(crate) fn report(
         sim_packets_per_sec: sim.packets_sent as f64 / wall_s.max(1e-9),
         series_csv: series_csv(sim, &jain_series, w),
         jain_series,
+        samples: sim.series.clone(),
+        flow_names: sim.flows.iter().map(|f| f.name.clone()).collect(),
     }
 }
 

@@ -215,8 +215,8 @@ impl Flow {
 }
 
 /// Time series sampled every `sample_interval`.
-#[derive(Default)]
-pub(crate) struct Series {
+#[derive(Clone, Debug, Default)]
+pub struct Series {
     pub t_ns: Vec<u64>,
     /// Per sample, per flow: cumulative delivered bytes, cwnd, last RTT (ns),
     /// pacing rate (bytes/s, 0 = none), active flag.

@@ -1,0 +1,297 @@
+//! Behaviour of the four algorithms in the simulator, each against a stated
+//! threshold taken from its paper. The scenarios are the files shipped in
+//! `testbed/sim/scenarios/` (so anyone can rerun them with the CLI), varied
+//! here where a test sweeps a parameter.
+//!
+//! Claims that do not hold in this simulator are kept as `#[ignore]`d tests
+//! with the measured value and the reason (run them with
+//! `cargo test --release -p xdcc-sim -- --ignored`).
+
+use xdcc_sim::{run, CcKind, RunReport, Scenario};
+
+fn scenario(name: &str) -> Scenario {
+    let path = format!("{}/scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    Scenario::from_file(path.as_ref()).unwrap()
+}
+
+fn with_inter_ratio(mut sc: Scenario, ratio: f64, duration_ms: f64) -> Scenario {
+    let intra = sc.net.intra_rtt_us;
+    sc.net.inter_rtt_us = intra * ratio;
+    for f in &mut sc.flows {
+        if f.name == "inter" {
+            f.rtt_us = intra * ratio;
+        }
+    }
+    sc.duration_ms = duration_ms;
+    sc.measure_from_ms = duration_ms / 2.0;
+    sc
+}
+
+fn show(r: &RunReport) -> String {
+    format!(
+        "{} {}: util {:.3}, jain {:?}, convergence {:?} ms, groups {:?}, queue mean {:.1} kB",
+        r.scenario, r.cc, r.queues[0].utilization, r.jain_final, r.convergence_ms, r.group_mean_rate_mbps, r.queues[0].mean_qlen_kb
+    )
+}
+
+/// The sending rate OSCAR sets for flow `i` at sample `k`, in bit/s, capped
+/// at the line rate (a lone flow's u may exceed 1: its window, capped at the
+/// base BDP, is then what limits it).
+fn oscar_rate_bps(r: &RunReport, i: usize, k: usize, line_bps: f64) -> f64 {
+    (r.samples.pacing[k][i] as f64 * 8.0).min(line_bps)
+}
+
+// ------------------------------------------------------------ utilization --
+
+#[test]
+fn an_uncongested_flow_fills_the_link() {
+    // ≥ 95 % for every algorithm when nothing competes and no phantom queue
+    // reserves headroom.
+    let mut sc = scenario("single-flow");
+    sc.queue_overrides.remove("uno");
+    for kind in CcKind::ALL {
+        let r = run(&sc, kind).unwrap();
+        eprintln!("{}", show(&r));
+        assert!(r.queues[0].utilization >= 0.95, "{}", show(&r));
+        assert_eq!(r.queues[0].drops, 0, "{}", show(&r));
+    }
+}
+
+#[test]
+fn uno_phantom_queue_keeps_ten_percent_headroom_and_an_empty_queue() {
+    // uno-sc25 §4.1.3: a phantom queue draining at 0.9 × line rate marks
+    // before the physical queue builds, so the link runs at ~90 % with
+    // (practically) no queue.
+    let r = run(&scenario("single-flow"), CcKind::Uno).unwrap();
+    eprintln!("{}", show(&r));
+    let u = r.queues[0].utilization;
+    assert!((0.85..=0.93).contains(&u), "{}", show(&r));
+    assert!(r.queues[0].p99_qlen_kb <= 3.0, "{}", show(&r));
+}
+
+// --------------------------------------------------------- RTT fairness --
+
+#[test]
+fn uno_rtt_fairness_4_intra_4_inter_8x_to_64x() {
+    // uno-sc25 Fig. 3/8: intra- and inter-DC flows converge to the fair share.
+    for ratio in [8.0, 16.0, 32.0, 64.0] {
+        let sc = with_inter_ratio(scenario("rtt-fairness"), ratio, 8000.0);
+        let r = run(&sc, CcKind::Uno).unwrap();
+        eprintln!("ratio {ratio}: {}", show(&r));
+        assert!(r.jain_final.unwrap() >= 0.95, "ratio {ratio}: {}", show(&r));
+        assert!(r.convergence_ms.is_some(), "ratio {ratio}: {}", show(&r));
+    }
+}
+
+#[test]
+fn gemini_rtt_fairness_on_its_1g_testbed_8x_to_32x() {
+    // gemini-ton Fig. 11 (1 Gbit/s testbed, K = 50 packets).
+    for ratio in [8.0, 16.0, 32.0] {
+        let sc = with_inter_ratio(scenario("rtt-fairness-1g"), ratio, 8000.0);
+        let r = run(&sc, CcKind::Gemini).unwrap();
+        eprintln!("ratio {ratio}: {}", show(&r));
+        assert!(r.jain_final.unwrap() >= 0.95, "ratio {ratio}: {}", show(&r));
+    }
+}
+
+#[test]
+#[ignore = "does not hold in the simulator: Jain 0.93 (inter-DC flows get ~1.7x the intra-DC rate); see closing note"]
+fn gemini_rtt_fairness_on_its_1g_testbed_64x() {
+    let sc = with_inter_ratio(scenario("rtt-fairness-1g"), 64.0, 20000.0);
+    let r = run(&sc, CcKind::Gemini).unwrap();
+    eprintln!("{}", show(&r));
+    assert!(r.jain_final.unwrap() >= 0.95, "{}", show(&r));
+}
+
+#[test]
+#[ignore = "does not hold in the simulator: at 10 Gbit/s with K = 500 packets Gemini gives intra-DC flows ~2x (Jain ~0.90)"]
+fn gemini_rtt_fairness_at_10g() {
+    let r = run(&scenario("rtt-fairness"), CcKind::Gemini).unwrap();
+    eprintln!("{}", show(&r));
+    assert!(r.jain_final.unwrap() >= 0.95, "{}", show(&r));
+}
+
+#[test]
+fn uno_converges_faster_than_gemini() {
+    // uno-sc25 §4.1.1/§5: same AI/MD factors as Gemini, but reacting at
+    // intra-DC granularity makes UnoCC converge much faster. Compared on the
+    // same 10 Gbit/s network (each with its paper's marking); a run that
+    // never converges counts as infinitely slow.
+    let sc = scenario("rtt-fairness");
+    let uno = run(&sc, CcKind::Uno).unwrap();
+    let gem = run(&sc, CcKind::Gemini).unwrap();
+    eprintln!("{}\n{}", show(&uno), show(&gem));
+    let u = uno.convergence_ms.expect("uno converges");
+    let g = gem.convergence_ms.unwrap_or(f64::INFINITY);
+    assert!(u < g, "uno {u} ms, gemini {g} ms");
+}
+
+// ---------------------------------------------------------------- OSCAR --
+
+/// Periods of τ from the event at `t_event_ms` until flow 0's rate first
+/// comes within ±10 % of `fair_bps` (and holds there for `hold` samples).
+fn oscar_periods_to_fair_share(r: &RunReport, t_event_ms: f64, fair_bps: f64, tau_ms: f64, hold: usize) -> Option<f64> {
+    let t = &r.samples.t_ns;
+    let k0 = t.iter().position(|&x| x as f64 / 1e6 >= t_event_ms)?;
+    let ok = |k: usize| (oscar_rate_bps(r, 0, k, 10e9) - fair_bps).abs() <= 0.1 * fair_bps;
+    (k0..t.len().saturating_sub(hold))
+        .find(|&k| (k..k + hold).all(ok))
+        .map(|k| (t[k] as f64 / 1e6 - t_event_ms) / tau_ms)
+}
+
+#[test]
+fn oscar_reaches_the_new_fair_share_in_a_bounded_number_of_periods() {
+    // oscar-nsdi26 §3–4: MIMD on delay and gradient converges in O(1) steps.
+    // τ = RTT_base / 2 = 50 µs here; "reached" = within ±10 % for 4 periods.
+    // Measured: 10→1 in 24 periods (one MIMD step to u ≈ 0.7 while the
+    // 0.5-BDP target queue drains within about one τ, then hyper increase of
+    // 0.01 per τ); 1→10 in 12 periods, almost all of it feedback delay: the
+    // nine line-rate starters fill the 1 MB buffer (RTT grows to 0.5 ms =
+    // 10 τ) before the first estimate reaches anyone, then one step.
+    let tau_ms = 0.05;
+    let r = run(&scenario("oscar-10to1"), CcKind::Oscar).unwrap();
+    let down = oscar_periods_to_fair_share(&r, 30.0, 10e9, tau_ms, 4);
+    let r2 = run(&scenario("oscar-1to10"), CcKind::Oscar).unwrap();
+    let up = oscar_periods_to_fair_share(&r2, 30.0, 1e9, tau_ms, 4);
+    eprintln!("10->1: {down:?} periods of tau; 1->10: {up:?} periods of tau");
+    assert!(down.expect("10->1 converges") <= 30.0, "10->1 took {down:?} periods");
+    assert!(up.expect("1->10 converges") <= 30.0, "1->10 took {up:?} periods");
+}
+
+#[test]
+#[ignore = "does not hold in the simulator: the 9 latecomers measure their base RTT on a standing queue, aim at a later D_target and squeeze the first flow to ~0.7 of their rate"]
+fn oscar_stays_fair_after_flows_join() {
+    let r = run(&scenario("oscar-1to10"), CcKind::Oscar).unwrap();
+    eprintln!("{}", show(&r));
+    assert!(r.jain_final.unwrap() >= 0.99, "{}", show(&r));
+    let long = r.flows[0].mean_rate_mbps;
+    assert!((900.0..=1100.0).contains(&long), "{}", show(&r));
+}
+
+#[test]
+fn oscar_holds_the_queue_at_its_target() {
+    // D_target = 1.5 × RTT_base: a queue of 0.5 × BDP = 62.5 kB with 10 flows.
+    let mut sc = scenario("oscar-10to1");
+    sc.flows[1].stop_ms = None;
+    sc.measure_from_ms = 10.0;
+    let r = run(&sc, CcKind::Oscar).unwrap();
+    eprintln!("{}", show(&r));
+    let q = r.queues[0].mean_qlen_kb;
+    assert!((62.5 * 0.75..=62.5 * 1.25).contains(&q), "{}", show(&r));
+    assert!(r.jain_final.unwrap() >= 0.99, "{}", show(&r));
+    assert!(r.queues[0].utilization >= 0.98, "{}", show(&r));
+}
+
+// --------------------------------------------------------------- SMaRTT --
+
+#[test]
+fn smartt_quick_adapt_drops_an_incast_to_the_fair_share_within_one_target_rtt() {
+    // smartt-uec-nscc §III-E: in a 16:1 incast the window drops to ~1/16 one
+    // target RTT after the first packet is acknowledged.
+    let sc = scenario("incast-16to1");
+    let r = run(&sc, CcKind::Smartt).unwrap();
+    let base_us = 100.0 + 2.0 * 1.2; // propagation + two serializations
+    let trtt_us = base_us + 50.0; // + target queueing delay (0.5 × 100 µs)
+    // The 16 first packets leave the port one after the other.
+    let last_first_ack_us = base_us + 16.0 * 1.2;
+    let deadline_us = last_first_ack_us + trtt_us + 10.0; // one sample of slack
+    let k = r.samples.t_ns.iter().position(|&t| t as f64 / 1e3 >= deadline_us).unwrap();
+    let fair = 10e9 / 8.0 * trtt_us * 1e-6 / 16.0; // bytes one share acks in a trtt
+    let initial = 10e9 / 8.0 * base_us * 1e-6;
+    for (i, name) in r.flow_names.iter().enumerate() {
+        let w = r.samples.cwnd[k][i] as f64;
+        eprintln!("{name}: cwnd {w:.0} B at {deadline_us:.0} us (fair {fair:.0}, initial {initial:.0})");
+        assert!((0.5 * fair..=2.0 * fair).contains(&w), "{name}: cwnd {w}");
+    }
+    // And it keeps the incast fair and the link busy afterwards.
+    assert!(r.jain_final.unwrap() >= 0.9, "{}", show(&r));
+    assert!(r.queues[0].utilization >= 0.95, "{}", show(&r));
+}
+
+#[test]
+fn smartt_incast_queue_settles_near_the_target() {
+    // trtt = base + 50 µs: a target queue of 62.5 kB at 10 Gbit/s; RED marks
+    // between 25 and 100 kB.
+    let r = run(&scenario("incast-16to1"), CcKind::Smartt).unwrap();
+    let q = r.queues[0].mean_qlen_kb;
+    eprintln!("{}", show(&r));
+    assert!((25.0..=125.0).contains(&q), "{}", show(&r));
+}
+
+#[test]
+#[ignore = "does not hold in the simulator: with BDP-scaled increase, inter-DC flows get ~5x the intra-DC rate (Jain ~0.69)"]
+fn smartt_rtt_fairness() {
+    let r = run(&scenario("rtt-fairness"), CcKind::Smartt).unwrap();
+    eprintln!("{}", show(&r));
+    assert!(r.jain_final.unwrap() >= 0.95, "{}", show(&r));
+}
+
+// ---------------------------------------------------------------- queues --
+
+#[test]
+fn gemini_holds_the_dc_queue_near_k() {
+    // DCTCP-style marking at K: the queue oscillates around K (75 kB at 1 Gbit/s).
+    let r = run(&scenario("rtt-fairness-1g"), CcKind::Gemini).unwrap();
+    let q = r.queues[0].mean_qlen_kb;
+    eprintln!("{}", show(&r));
+    assert!((0.5 * 75.0..=1.1 * 75.0).contains(&q), "{}", show(&r));
+    assert!(r.queues[0].utilization >= 0.99, "{}", show(&r));
+    assert_eq!(r.queues[0].drops, 0, "{}", show(&r));
+}
+
+#[test]
+fn uno_keeps_the_physical_queue_near_empty() {
+    let r = run(&scenario("rtt-fairness"), CcKind::Uno).unwrap();
+    eprintln!("{}", show(&r));
+    assert!(r.queues[0].mean_qlen_kb < 10.0, "{}", show(&r));
+}
+
+// ------------------------------------------------------------ simulator --
+
+#[test]
+fn same_seed_same_result_bit_for_bit() {
+    let sc = scenario("rtt-fairness");
+    let a = run(&sc, CcKind::Uno).unwrap();
+    let b = run(&sc, CcKind::Uno).unwrap();
+    assert_eq!(a.series_csv, b.series_csv);
+    let mut sc2 = sc.clone();
+    sc2.seed = 99;
+    let c = run(&sc2, CcKind::Uno).unwrap();
+    assert_ne!(a.series_csv, c.series_csv, "RED marking draws from the seed");
+}
+
+#[test]
+fn sized_flows_report_completion_times() {
+    let mut sc = scenario("single-flow");
+    sc.flows[0].size_kb = Some(10_000.0);
+    let r = run(&sc, CcKind::Gemini).unwrap();
+    let fct = r.flows[0].fct_ms.expect("finished");
+    // 10 MB at 10 Gbit/s is 8 ms plus slow start from 10 packets.
+    assert!((8.0..20.0).contains(&fct), "fct {fct}");
+    assert!((r.flows[0].delivered_mb - 10.0).abs() < 0.01);
+}
+
+#[test]
+fn bad_scenarios_are_rejected_with_the_field_named() {
+    let good = std::fs::read_to_string(format!("{}/scenarios/single-flow.toml", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let cases = [
+        (good.replace("duration_ms = 200", "duration_ms = -1"), "duration_ms"),
+        (good.replace("cc = [\"uno\", \"gemini\", \"smartt\", \"oscar\"]", "cc = [\"reno\"]"), "reno"),
+        (good.replace("path = [\"tor\"]", "path = [\"nowhere\"]"), "nowhere"),
+        (good.replace("buffer_kb = 1000", "buffer_kb = 0"), "buffer_kb"),
+        (good.replace("min_frac = 0.2, max_frac = 0.8", "min_frac = 0.9, max_frac = 0.8"), "min_frac"),
+        (good.replace("mtu = 1500", "mtu = 1500\ncolour = 3"), "colour"),
+        (format!("{good}\n[params.gemini]\nbeta_q16 = 99999999\n"), "beta_q16"),
+        (format!("{good}\n[params.gemini]\nno_such_knob = 1\n"), "no_such_knob"),
+    ];
+    for (text, needle) in cases {
+        let err = match Scenario::from_toml(&text) {
+            Err(e) => format!("{e:#}"),
+            Ok(sc) => match run(&sc, CcKind::Gemini) {
+                Err(e) => format!("{e:#}"),
+                Ok(_) => panic!("accepted a scenario with a bad {needle}"),
+            },
+        };
+        assert!(err.contains(needle), "error for {needle} does not name it: {err}");
+    }
+}
