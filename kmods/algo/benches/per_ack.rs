@@ -1,1 +1,42 @@
-fn main() {}
+//! Per-ACK cost of each algorithm in nanoseconds (criterion). Instruction
+//! counts come from `bench/run.sh` (callgrind on examples/ack_loop.rs).
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use xdcc_algo::{gemini, oscar, smartt, uno, AckSample, CongestionControl, FlowInit, NetConfig};
+
+#[path = "../examples/ack_loop.rs"]
+#[allow(dead_code)]
+mod ack_loop;
+
+fn bench_cc<C: CongestionControl>(c: &mut Criterion, p: &C::Params, samples: &[AckSample]) {
+    let mut g = c.benchmark_group("per_ack");
+    g.throughput(Throughput::Elements(samples.len() as u64));
+    g.bench_function(C::NAME, |b| {
+        let mut cc = C::new(p, &FlowInit { now_ns: 1_000_000_000, mss: 1500, rtt_hint_ns: 100_000 });
+        b.iter(|| {
+            for s in samples {
+                cc.on_ack(black_box(p), black_box(s));
+            }
+            black_box(cc.cwnd())
+        })
+    });
+    g.finish();
+}
+
+fn per_ack(c: &mut Criterion) {
+    let net = NetConfig { link_rate_bps: 10_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 2_000_000, mtu: 1500 };
+    let s = ack_loop::samples(4096);
+    bench_cc::<uno::Uno>(c, &uno::Params::from_net(&net), &s);
+    bench_cc::<gemini::Gemini>(c, &gemini::Params::from_net(&net), &s);
+    bench_cc::<oscar::Oscar>(c, &oscar::Params::from_net(&net), &s);
+    bench_cc::<smartt::Smartt>(c, &smartt::Params::from_net(&net), &s);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(2)).warm_up_time(std::time::Duration::from_millis(500));
+    targets = per_ack
+}
+criterion_main!(benches);

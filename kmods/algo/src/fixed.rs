@@ -29,22 +29,26 @@ pub const fn mul_div(a: u64, b: u64, c: u64) -> u64 {
     }
     match a.checked_mul(b) {
         Some(p) => p / c,
-        None => {
-            // The product needs 128 bits; the kernel has no 128-bit division,
-            // so drop low bits of product and divisor together until the
-            // product fits 64 bits (relative error < 2^-(bits left in c)).
-            let mut prod = (a as u128) * (b as u128);
-            let mut c = c;
-            while prod > u64::MAX as u128 {
-                prod >>= 1;
-                c >>= 1;
-                if c == 0 {
-                    return u64::MAX;
-                }
-            }
-            (prod as u64) / c
+        None => mul_div_wide(a, b, c),
+    }
+}
+
+/// The rare path of [`mul_div`]: the product needs 128 bits, and the kernel
+/// has no 128-bit division, so drop low bits of product and divisor together
+/// until the product fits 64 bits (relative error < 2^-(bits left in c)).
+#[cold]
+#[inline(never)]
+const fn mul_div_wide(a: u64, b: u64, c: u64) -> u64 {
+    let mut prod = (a as u128) * (b as u128);
+    let mut c = c;
+    while prod > u64::MAX as u128 {
+        prod >>= 1;
+        c >>= 1;
+        if c == 0 {
+            return u64::MAX;
         }
     }
+    (prod as u64) / c
 }
 
 /// `num / den` as a Q16 fraction, saturating at `u32::MAX` (≈ 65536.0).

@@ -133,64 +133,18 @@ pub struct Gemini {
 assert_fits_ca_priv!(Gemini);
 
 impl Gemini {
+    #[cold]
+    #[inline(never)]
     fn refresh_flow_constants(&mut self, p: &Params) {
         self.f_q16 = p.scale_factor_q16(self.base_rtt_ns);
         self.ai_per_rtt_q16 = (p.h_q16(self.base_rtt_ns) as u64).saturating_mul(p.mss as u64);
     }
 
-    /// DCTCP α, Q16. For stats.
-    pub fn alpha_q16(&self) -> u32 {
-        self.alpha_q16
-    }
-    /// F for this flow, Q16. For stats.
-    pub fn f_q16(&self) -> u32 {
-        self.f_q16
-    }
-    /// h·MSS in bytes per RTT, Q16. For stats.
-    pub fn ai_per_rtt_q16(&self) -> u64 {
-        self.ai_per_rtt_q16
-    }
-
-    fn end_round(&mut self, p: &Params, now: u64) {
-        let frac = core::cmp::min(
-            ratio_q16(self.round_marked as u64, core::cmp::max(self.round_acked, 1) as u64),
-            ONE,
-        );
-        if self.round_acked > 0 {
-            self.alpha_q16 = crate::fixed::ewma_q16(self.alpha_q16, frac, p.alpha_gain_q16);
-        }
-        self.rtt_min_last_ns = self.rtt_min_round_ns;
-        self.rtt_min_round_ns = 0;
-        self.round_acked = 0;
-        self.round_marked = 0;
-        self.round_start_ns = now;
-    }
-}
-
-impl CongestionControl for Gemini {
-    type Params = Params;
-    const NAME: &'static str = "gemini";
-
-    fn new(p: &Params, init: &FlowInit) -> Self {
-        let mss = core::cmp::max(init.mss, 1);
-        let mut s = Self {
-            w: Window::new(p.init_cwnd_pkts.saturating_mul(mss), u32::MAX),
-            base_rtt_ns: init.rtt_hint_ns,
-            rtt_min_round_ns: 0,
-            rtt_min_last_ns: 0,
-            alpha_q16: 0,
-            round_start_ns: init.now_ns,
-            round_acked: 0,
-            round_marked: 0,
-            last_cut_ns: 0,
-            ai_per_rtt_q16: 0,
-            f_q16: 0,
-        };
-        s.refresh_flow_constants(p);
-        s
-    }
-
-    fn on_ack(&mut self, p: &Params, s: &AckSample) {
+    /// The complete ACK processing (Algorithm 1); [`CongestionControl::on_ack`]
+    /// takes a shortcut for the common case and comes here otherwise.
+    #[cold]
+    #[inline(never)]
+    fn on_ack_full(&mut self, p: &Params, s: &AckSample) {
         let now = s.now_ns;
         // update_transport_state(α, rtt_base, rtt_min)
         if s.rtt_ns != 0 {
@@ -233,6 +187,79 @@ impl CongestionControl for Gemini {
                 self.w.ai(self.ai_per_rtt_q16, left, crate::MAX_CWND_BYTES);
             }
         }
+    }
+
+    /// DCTCP α, Q16. For stats.
+    pub fn alpha_q16(&self) -> u32 {
+        self.alpha_q16
+    }
+    /// F for this flow, Q16. For stats.
+    pub fn f_q16(&self) -> u32 {
+        self.f_q16
+    }
+    /// h·MSS in bytes per RTT, Q16. For stats.
+    pub fn ai_per_rtt_q16(&self) -> u64 {
+        self.ai_per_rtt_q16
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn end_round(&mut self, p: &Params, now: u64) {
+        let frac = core::cmp::min(
+            ratio_q16(self.round_marked as u64, core::cmp::max(self.round_acked, 1) as u64),
+            ONE,
+        );
+        if self.round_acked > 0 {
+            self.alpha_q16 = crate::fixed::ewma_q16(self.alpha_q16, frac, p.alpha_gain_q16);
+        }
+        self.rtt_min_last_ns = self.rtt_min_round_ns;
+        self.rtt_min_round_ns = 0;
+        self.round_acked = 0;
+        self.round_marked = 0;
+        self.round_start_ns = now;
+    }
+}
+
+impl CongestionControl for Gemini {
+    type Params = Params;
+    const NAME: &'static str = "gemini";
+
+    fn new(p: &Params, init: &FlowInit) -> Self {
+        let mss = core::cmp::max(init.mss, 1);
+        let mut s = Self {
+            w: Window::new(p.init_cwnd_pkts.saturating_mul(mss), u32::MAX),
+            base_rtt_ns: init.rtt_hint_ns,
+            rtt_min_round_ns: 0,
+            rtt_min_last_ns: 0,
+            alpha_q16: 0,
+            round_start_ns: init.now_ns,
+            round_acked: 0,
+            round_marked: 0,
+            last_cut_ns: 0,
+            ai_per_rtt_q16: 0,
+            f_q16: 0,
+        };
+        s.refresh_flow_constants(p);
+        s
+    }
+
+    fn on_ack(&mut self, p: &Params, s: &AckSample) {
+        // Fast path, the same logic as `on_ack_full` restricted to the common
+        // case: an unmarked, cwnd-limited ACK with a valid RTT that does not
+        // lower the base RTT, in congestion avoidance, not ending the window,
+        // and no WAN congestion in the last window.
+        let base = self.base_rtt_ns;
+        let slow = (s.marked_bytes != 0) | s.app_limited | (s.rtt_ns == 0) | (s.rtt_ns < base);
+        if slow
+            || self.w.in_slow_start()
+            || s.send_time_ns >= self.round_start_ns
+            || self.rtt_min_last_ns as u64 > base as u64 + p.t_ns as u64
+        {
+            return self.on_ack_full(p, s);
+        }
+        update_min_rtt(&mut self.rtt_min_round_ns, s.rtt_ns);
+        self.round_acked = self.round_acked.saturating_add(s.acked_bytes);
+        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, crate::MAX_CWND_BYTES);
     }
 
     fn on_event(&mut self, p: &Params, e: Event, now: u64) {

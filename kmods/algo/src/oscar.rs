@@ -139,21 +139,32 @@ pub struct Estimator {
     start_ns: u64,
     /// `start_ns` is set (false: the next sample opens the batch).
     started: bool,
+    /// x is kept in units of 2^shift ns so that x ≤ 4τ fits 20 bits and
+    /// every sum below fits 64 bits for any realistic batch (chosen from τ
+    /// when the batch starts; 0 for τ ≤ 262 µs, i.e. exact nanoseconds).
+    shift: u8,
     /// First delay of the batch (y = delay − y0).
     y0_ns: u32,
     n: u32,
+    /// Σx (x < 2^22 after scaling: < 2^54 for n < 2^32).
     sum_x: u64,
+    /// Σx² (< 2^44 per sample: exact for n < 2^20 samples per batch).
     sum_xx: u64,
+    /// Σy with y = delay − y0 (|y| < 2^32).
     sum_y: i64,
+    /// Σxy (saturating: the only sum that could exceed 64 bits, with
+    /// delay swings of seconds inside one batch).
     sum_xy: i64,
+    /// Σ in-flight bytes and Σ acked bytes.
     sum_infl: u64,
     sum_acked: u64,
 }
 
 impl Estimator {
-    /// Starts a batch at send time `start_ns`.
-    pub fn restart(&mut self, start_ns: u64) {
-        *self = Self { start_ns, started: true, ..Self::default() };
+    /// Starts a batch at send time `start_ns` for period `tau_ns`.
+    pub fn restart(&mut self, start_ns: u64, tau_ns: u64) {
+        let bits = 64 - tau_ns.saturating_mul(4).leading_zeros();
+        *self = Self { start_ns, started: true, shift: bits.saturating_sub(20) as u8, ..Self::default() };
     }
 
     /// Forgets everything; the next sample opens a new batch.
@@ -165,31 +176,52 @@ impl Estimator {
     /// `tau_ns` and holds at least three samples, then starts the next batch
     /// at this sample's send time. A batch spanning more than `4·tau_ns` is
     /// stale (idle, stall) and is discarded.
+    #[inline]
     pub fn add(&mut self, send_ns: u64, delay_ns: u32, inflight: u32, acked: u32, tau_ns: u64) -> Option<Estimate> {
+        let x = send_ns.wrapping_sub(self.start_ns);
+        // Common case: inside a started batch (n > 0), in order, not ending it.
+        if self.n != 0 && send_ns >= self.start_ns && x < tau_ns {
+            self.accumulate(x, delay_ns, inflight, acked);
+            return None;
+        }
+        self.add_slow(send_ns, delay_ns, inflight, acked, tau_ns)
+    }
+
+    #[inline]
+    fn accumulate(&mut self, x: u64, delay_ns: u32, inflight: u32, acked: u32) {
+        // x ≤ 4τ here, so x >> shift < 2^22 (see `shift`): the products below
+        // cannot overflow and the sums only with absurd sample counts, so
+        // wrapping adds are exact in practice and never panic.
+        let xs = x >> self.shift;
+        let y = delay_ns as i64 - self.y0_ns as i64;
+        self.sum_x = self.sum_x.wrapping_add(xs);
+        self.sum_xx = self.sum_xx.wrapping_add(xs * xs);
+        self.sum_y = self.sum_y.wrapping_add(y);
+        self.sum_xy = self.sum_xy.saturating_add(xs as i64 * y);
+        self.sum_infl = self.sum_infl.wrapping_add(inflight as u64);
+        self.sum_acked = self.sum_acked.wrapping_add(acked as u64);
+        self.n = self.n.wrapping_add(1);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn add_slow(&mut self, send_ns: u64, delay_ns: u32, inflight: u32, acked: u32, tau_ns: u64) -> Option<Estimate> {
         if !self.started {
-            self.restart(send_ns);
+            self.restart(send_ns, tau_ns);
         }
         // Out-of-order send times count as the batch start.
-        let x = send_ns.saturating_sub(self.start_ns);
+        let mut x = send_ns.saturating_sub(self.start_ns);
         if x > tau_ns.saturating_mul(4) {
-            self.restart(send_ns);
-            return self.add(send_ns, delay_ns, inflight, acked, tau_ns);
+            self.restart(send_ns, tau_ns);
+            x = 0;
         }
-        let x = core::cmp::min(x, u32::MAX as u64);
         if self.n == 0 {
             self.y0_ns = delay_ns;
         }
-        let y = delay_ns as i64 - self.y0_ns as i64;
-        self.sum_x = self.sum_x.saturating_add(x);
-        self.sum_xx = self.sum_xx.saturating_add(x * x);
-        self.sum_y = self.sum_y.saturating_add(y);
-        self.sum_xy = self.sum_xy.saturating_add((x as i64).saturating_mul(y));
-        self.sum_infl = self.sum_infl.saturating_add(inflight as u64);
-        self.sum_acked = self.sum_acked.saturating_add(acked as u64);
-        self.n = self.n.saturating_add(1);
+        self.accumulate(x, delay_ns, inflight, acked);
         if x >= tau_ns && self.n >= MIN_SAMPLES {
             let e = self.estimate(x);
-            self.restart(send_ns);
+            self.restart(send_ns, tau_ns);
             e
         } else {
             None
@@ -198,6 +230,8 @@ impl Estimator {
 
     /// Evaluates the batch (needs ≥ 3 samples and a non-degenerate spread of
     /// send times; `span_ns` is the batch duration).
+    #[cold]
+    #[inline(never)]
     pub fn estimate(&self, span_ns: u64) -> Option<Estimate> {
         if self.n < MIN_SAMPLES || span_ns == 0 {
             return None;
@@ -210,7 +244,8 @@ impl Estimator {
         // g = (n·Σxy − Σx·Σy) / (n·Σx² − (Σx)²)  (eq. 7)
         let num = wide_mul_sub(n, self.sum_xy, sum_x, self.sum_y);
         let den = wide_mul_sub(n, sum_xx, sum_x, sum_x);
-        let gradient = div_wide_q16(num, den)?;
+        // The slope is per 2^shift ns of x: scale back to per ns.
+        let gradient = div_wide_q16(num, den)? >> self.shift;
         Some(Estimate {
             delay_ns: delay.clamp(0, u32::MAX as i64) as u32,
             gradient_q16: gradient,
@@ -254,6 +289,8 @@ impl Oscar {
         (self.base_rtt_ns as u64).saturating_add(p.target_qdelay_ns as u64)
     }
 
+    #[cold]
+    #[inline(never)]
     fn set_outputs(&mut self, p: &Params) {
         self.u_q16 = self.u_q16.clamp(p.u_min_q16, p.u_max_q16);
         let target_window = bdp_bytes(p.rate_bytes_per_sec, sat_u32(self.d_target_ns(p)));
@@ -266,6 +303,8 @@ impl Oscar {
     }
 
     /// Algorithm 2, lines 4–13, on one estimate.
+    #[cold]
+    #[inline(never)]
     fn control(&mut self, p: &Params, e: &Estimate) {
         let base = self.base_rtt_ns as u64;
         let eps = core::cmp::max(mul_q16(base, p.eps_q16), 1_000);

@@ -160,6 +160,8 @@ pub struct Smartt {
 assert_fits_ca_priv!(Smartt);
 
 impl Smartt {
+    #[cold]
+    #[inline(never)]
     fn refresh_flow_constants(&mut self, p: &Params) {
         let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns);
         self.max_wnd = sat_u32(core::cmp::max(mul_q16(bdp, p.max_wnd_bdp_q16), p.mtu as u64));
@@ -267,6 +269,8 @@ impl Smartt {
     }
 
     /// A trimmed packet in the paper; a detected loss or RTO here.
+    #[cold]
+    #[inline(never)]
     fn on_trim(&mut self, p: &Params, now: u64, bytes: u32) {
         if self.bytes_ignored < self.bytes_to_ignore {
             return; // still in QuickAdapt's ignore phase

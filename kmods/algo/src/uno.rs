@@ -172,6 +172,8 @@ pub struct Uno {
 assert_fits_ca_priv!(Uno);
 
 impl Uno {
+    #[cold]
+    #[inline(never)]
     fn refresh_flow_constants(&mut self, p: &Params) {
         let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns);
         // α = ppm × BDP, in Q16 bytes.
@@ -186,6 +188,8 @@ impl Uno {
     }
 
     /// ONEPOCH: called when an epoch ends.
+    #[cold]
+    #[inline(never)]
     fn on_epoch(&mut self, p: &Params, now: u64) {
         let frac = ratio_q16(self.epoch_marked as u64, core::cmp::max(self.epoch_acked, 1) as u64);
         let frac = core::cmp::min(frac, ONE);
@@ -208,6 +212,8 @@ impl Uno {
     }
 
     /// ONQA: called when a QA measurement period ends.
+    #[cold]
+    #[inline(never)]
     fn on_qa(&mut self, p: &Params, now: u64, app_limited: bool) {
         // Compare with the window the period started with: an increase made
         // during the period (even by this very ACK) could not yet be used.
@@ -231,6 +237,57 @@ impl Uno {
 
     fn qa_period(&self, p: &Params) -> u64 {
         core::cmp::max(mul_q16(self.base_rtt_ns as u64, p.qa_period_q16), 1)
+    }
+
+    /// The complete ACK processing; [`CongestionControl::on_ack`] takes a
+    /// shortcut for the common case and comes here for everything else.
+    #[cold]
+    #[inline(never)]
+    fn on_ack_full(&mut self, p: &Params, s: &AckSample) {
+        let now = s.now_ns;
+        if s.rtt_ns != 0 {
+            self.last_rtt_ns = s.rtt_ns;
+            if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
+                self.refresh_flow_constants(p);
+            }
+        }
+        let marked = core::cmp::min(s.marked_bytes, s.acked_bytes);
+
+        // ONACK: additive increase on the unmarked bytes (slow start only
+        // after an RTO).
+        if self.w.in_slow_start() {
+            if marked > 0 {
+                self.w.exit_slow_start();
+            } else {
+                self.w.slow_start(s.acked_bytes, crate::MAX_CWND_BYTES);
+            }
+        } else if marked < s.acked_bytes && !s.app_limited {
+            self.w.ai(self.ai_per_rtt_q16, s.acked_bytes - marked, crate::MAX_CWND_BYTES);
+        }
+
+        // ONEPOCH.
+        self.epoch_acked = self.epoch_acked.saturating_add(s.acked_bytes);
+        self.epoch_marked = self.epoch_marked.saturating_add(marked);
+        if self.epoch_end_ns == 0 {
+            self.epoch_end_ns = core::cmp::max(now, 1);
+        } else if s.send_time_ns >= self.epoch_end_ns {
+            self.on_epoch(p, now);
+            let next = self.epoch_end_ns.saturating_add(p.epoch_ns as u64);
+            // After idle or a stall the schedule may lag far behind: restart it
+            // at this packet instead of ending one epoch per ACK.
+            self.epoch_end_ns =
+                if next > s.send_time_ns { next } else { s.send_time_ns.saturating_add(p.epoch_ns as u64) };
+        }
+
+        // ONQA.
+        self.qa_acked = self.qa_acked.saturating_add(s.acked_bytes);
+        if self.qa_end_ns == 0 {
+            self.qa_end_ns = now.saturating_add(self.qa_period(p));
+            self.qa_acked = 0;
+            self.qa_cwnd = self.w.bytes();
+        } else if now >= self.qa_end_ns {
+            self.on_qa(p, now, s.app_limited);
+        }
     }
 
     /// Current E (EWMA of the marked fraction), Q16. For stats.
@@ -280,50 +337,19 @@ impl CongestionControl for Uno {
     }
 
     fn on_ack(&mut self, p: &Params, s: &AckSample) {
-        let now = s.now_ns;
-        if s.rtt_ns != 0 {
-            self.last_rtt_ns = s.rtt_ns;
-            if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
-                self.refresh_flow_constants(p);
-            }
+        // Fast path, the same logic as `on_ack_full` restricted to the common
+        // case: an unmarked, cwnd-limited ACK with a valid RTT that does not
+        // lower the base RTT, outside slow start, ending neither the epoch nor
+        // the QA period (both comparisons are also true before those start:
+        // their ends are then 0).
+        let slow = (s.marked_bytes != 0) | s.app_limited | (s.rtt_ns == 0) | (s.rtt_ns < self.base_rtt_ns);
+        if slow || self.w.in_slow_start() || s.send_time_ns >= self.epoch_end_ns || s.now_ns >= self.qa_end_ns {
+            return self.on_ack_full(p, s);
         }
-        let marked = core::cmp::min(s.marked_bytes, s.acked_bytes);
-
-        // ONACK: additive increase on the unmarked bytes (slow start only
-        // after an RTO).
-        if self.w.in_slow_start() {
-            if marked > 0 {
-                self.w.exit_slow_start();
-            } else {
-                self.w.slow_start(s.acked_bytes, crate::MAX_CWND_BYTES);
-            }
-        } else if marked < s.acked_bytes && !s.app_limited {
-            self.w.ai(self.ai_per_rtt_q16, s.acked_bytes - marked, crate::MAX_CWND_BYTES);
-        }
-
-        // ONEPOCH.
+        self.last_rtt_ns = s.rtt_ns;
+        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, crate::MAX_CWND_BYTES);
         self.epoch_acked = self.epoch_acked.saturating_add(s.acked_bytes);
-        self.epoch_marked = self.epoch_marked.saturating_add(marked);
-        if self.epoch_end_ns == 0 {
-            self.epoch_end_ns = core::cmp::max(now, 1);
-        } else if s.send_time_ns >= self.epoch_end_ns {
-            self.on_epoch(p, now);
-            let next = self.epoch_end_ns.saturating_add(p.epoch_ns as u64);
-            // After idle or a stall the schedule may lag far behind: restart it
-            // at this packet instead of ending one epoch per ACK.
-            self.epoch_end_ns =
-                if next > s.send_time_ns { next } else { s.send_time_ns.saturating_add(p.epoch_ns as u64) };
-        }
-
-        // ONQA.
         self.qa_acked = self.qa_acked.saturating_add(s.acked_bytes);
-        if self.qa_end_ns == 0 {
-            self.qa_end_ns = now.saturating_add(self.qa_period(p));
-            self.qa_acked = 0;
-            self.qa_cwnd = self.w.bytes();
-        } else if now >= self.qa_end_ns {
-            self.on_qa(p, now, s.app_limited);
-        }
     }
 
     fn on_event(&mut self, p: &Params, e: Event, now: u64) {

@@ -42,24 +42,21 @@ impl Window {
         self.cwnd_q16 = b << SHIFT;
     }
 
-    /// Adds `inc_q16` (bytes, Q16), clamped to `max` bytes.
+    /// Adds `inc_q16` (bytes, Q16), clamped to `max` bytes; a window already
+    /// above `max` (the cap was lowered) does not grow but is not cut either.
     #[inline]
     pub fn add_q16(&mut self, inc_q16: u64, max: u32) {
         let max_q16 = (clamp(max as u64, 1, MAX_CWND_BYTES as u64)) << SHIFT;
         let v = self.cwnd_q16.saturating_add(inc_q16);
-        if v <= max_q16 {
-            self.cwnd_q16 = v;
-        } else if self.cwnd_q16 < max_q16 {
-            self.cwnd_q16 = max_q16;
-        } // else: already above the cap (e.g. it was lowered): no growth
-
+        self.cwnd_q16 = core::cmp::min(v, core::cmp::max(max_q16, self.cwnd_q16));
     }
 
     /// Additive increase of `per_rtt_q16` bytes per window's worth of ACKs:
     /// `cwnd += per_rtt · acked / cwnd` (the Reno/DCTCP `cong_avoid` shape).
     #[inline]
     pub fn ai(&mut self, per_rtt_q16: u64, acked: u32, max: u32) {
-        let cwnd = core::cmp::max(self.bytes(), 1) as u64;
+        // `| 1` keeps the divisor non-zero at the cost of one byte of window.
+        let cwnd = (self.bytes() | 1) as u64;
         let inc = mul_div(per_rtt_q16, acked as u64, cwnd);
         self.add_q16(inc, max);
     }
