@@ -144,7 +144,7 @@ impl Gemini {
     /// takes a shortcut for the common case and comes here otherwise.
     #[cold]
     #[inline(never)]
-    fn on_ack_full(&mut self, p: &Params, s: &AckSample) {
+    pub fn on_ack_full(&mut self, p: &Params, s: &AckSample) {
         let now = s.now_ns;
         // update_transport_state(α, rtt_base, rtt_min)
         if s.rtt_ns != 0 {

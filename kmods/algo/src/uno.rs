@@ -243,7 +243,7 @@ impl Uno {
     /// shortcut for the common case and comes here for everything else.
     #[cold]
     #[inline(never)]
-    fn on_ack_full(&mut self, p: &Params, s: &AckSample) {
+    pub fn on_ack_full(&mut self, p: &Params, s: &AckSample) {
         let now = s.now_ns;
         if s.rtt_ns != 0 {
             self.last_rtt_ns = s.rtt_ns;

@@ -170,3 +170,74 @@ proptest! {
         check::<smartt::Smartt>(&smartt::Params::from_net(&n), 100_000, 1500, &steps, 1500);
     }
 }
+
+/// The per-ACK fast paths (`on_ack`) are shortcuts of the complete logic
+/// (`on_ack_full`): same inputs, same state, always.
+fn fast_equals_full<C, F>(p: &C::Params, steps: &[Step], full: F)
+where
+    C: CongestionControl + Clone + PartialEq + core::fmt::Debug,
+    F: Fn(&mut C, &C::Params, &AckSample),
+{
+    let mut a = C::new(p, &init(100_000, 1500));
+    let mut b = a.clone();
+    let mut now = 1_000_000_000u64;
+    for s in steps {
+        match *s {
+            Step::Ack { dt, acked, marked, rtt, send_back, infl, app_limited } => {
+                now = now.saturating_add(dt);
+                let sent = (now as i128 - send_back as i128).clamp(0, u64::MAX as i128) as u64;
+                let sample = AckSample {
+                    now_ns: now,
+                    acked_bytes: acked,
+                    marked_bytes: if marked { acked } else { 0 },
+                    rtt_ns: rtt,
+                    send_time_ns: sent,
+                    inflight_at_send: infl,
+                    inflight: infl / 2,
+                    app_limited,
+                };
+                a.on_ack(p, &sample);
+                full(&mut b, p, &sample);
+            }
+            Step::Loss(x) => {
+                a.on_event(p, Event::Loss { bytes: x }, now);
+                b.on_event(p, Event::Loss { bytes: x }, now);
+            }
+            Step::Rto => {
+                a.on_event(p, Event::Rto, now);
+                b.on_event(p, Event::Rto, now);
+            }
+            Step::Idle(d) => {
+                now = now.saturating_add(d);
+                a.on_event(p, Event::IdleRestart, now);
+                b.on_event(p, Event::IdleRestart, now);
+            }
+        }
+        assert_eq!(a, b, "fast path diverged from the full logic");
+    }
+}
+
+fn realistic_step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        20 => (0u64..3_000, 1u32..9_000, prop::bool::weighted(0.1), 90_000u32..400_000, 90_000i64..400_000, any::<u32>(), prop::bool::weighted(0.02))
+            .prop_map(|(dt, acked, marked, rtt, send_back, infl, app_limited)|
+                Step::Ack { dt, acked, marked, rtt, send_back, infl, app_limited }),
+        1 => step(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn uno_fast_path_is_the_full_logic(steps in prop::collection::vec(realistic_step(), 0..600)) {
+        let n = NetConfig { link_rate_bps: 10_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 800_000, mtu: 1500 };
+        fast_equals_full::<uno::Uno, _>(&uno::Params::from_net(&n), &steps, |c, p, s| c.on_ack_full(p, s));
+    }
+
+    #[test]
+    fn gemini_fast_path_is_the_full_logic(steps in prop::collection::vec(realistic_step(), 0..600)) {
+        let n = NetConfig { link_rate_bps: 10_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 800_000, mtu: 1500 };
+        fast_equals_full::<gemini::Gemini, _>(&gemini::Params::from_net(&n), &steps, |c, p, s| c.on_ack_full(p, s));
+    }
+}
