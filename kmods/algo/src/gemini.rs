@@ -27,10 +27,10 @@
 //! - Uno's htsim port of Gemini applies the cut once per *base* RTT; we use the
 //!   real RTT (above), which is what the kernel implementation can observe.
 
-use crate::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE};
-use crate::params::{check, NetConfig, ParamError};
-use crate::window::Window;
-use crate::{assert_fits_ca_priv, update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
+use super::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE};
+use super::params::{check, NetConfig, ParamError};
+use super::window::Window;
+use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
 
 /// Gemini tunables. Fractions are Q16 (`ONE` = 1.0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,7 +105,7 @@ impl Params {
         // H·C·RTT = h_ppb·1e-9 × (C·RTT in bits).
         let bdp_bits = bdp_bytes(self.rate_bytes_per_sec, base_rtt_ns).saturating_mul(8);
         let h = mul_div((self.h_ppb as u64).saturating_mul(bdp_bits), ONE as u64, 1_000_000_000);
-        sat_u32(h.clamp(self.h_min_q16 as u64, self.h_max_q16 as u64))
+        sat_u32(core::cmp::max(core::cmp::min(h, self.h_max_q16 as u64), self.h_min_q16 as u64))
     }
 }
 
@@ -178,13 +178,13 @@ impl Gemini {
             }
         } else if !s.app_limited {
             let left = if self.w.in_slow_start() {
-                self.w.slow_start(s.acked_bytes, crate::MAX_CWND_BYTES)
+                self.w.slow_start(s.acked_bytes, super::MAX_CWND_BYTES)
             } else {
                 s.acked_bytes
             };
             if left > 0 {
                 // cwnd += h/cwnd per MSS acked, i.e. h·MSS bytes per RTT.
-                self.w.ai(self.ai_per_rtt_q16, left, crate::MAX_CWND_BYTES);
+                self.w.ai(self.ai_per_rtt_q16, left, super::MAX_CWND_BYTES);
             }
         }
     }
@@ -210,7 +210,7 @@ impl Gemini {
             ONE,
         );
         if self.round_acked > 0 {
-            self.alpha_q16 = crate::fixed::ewma_q16(self.alpha_q16, frac, p.alpha_gain_q16);
+            self.alpha_q16 = super::fixed::ewma_q16(self.alpha_q16, frac, p.alpha_gain_q16);
         }
         self.rtt_min_last_ns = self.rtt_min_round_ns;
         self.rtt_min_round_ns = 0;
@@ -259,7 +259,7 @@ impl CongestionControl for Gemini {
         }
         update_min_rtt(&mut self.rtt_min_round_ns, s.rtt_ns);
         self.round_acked = self.round_acked.saturating_add(s.acked_bytes);
-        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, crate::MAX_CWND_BYTES);
+        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, super::MAX_CWND_BYTES);
     }
 
     fn on_event(&mut self, p: &Params, e: Event, now: u64) {
@@ -276,7 +276,7 @@ impl CongestionControl for Gemini {
             Event::Rto => {
                 let cwnd = self.w.bytes();
                 self.w.prior_cwnd = cwnd;
-                self.w.ssthresh = core::cmp::max(cwnd / 2, 2 * p.mss);
+                self.w.ssthresh = core::cmp::max(cwnd / 2, p.mss.saturating_mul(2));
                 self.w.set(p.mss as u64, p.mss);
                 self.round_start_ns = now;
             }
@@ -303,7 +303,7 @@ impl CongestionControl for Gemini {
     }
 }
 
-crate::tunables!(Params {
+tunables!(Params {
     rate_bytes_per_sec: u64, mss: u32, k_bytes: u32, t_ns: u32, beta_q16: u32, h_ppb: u32,
     h_min_q16: u32, h_max_q16: u32, alpha_gain_q16: u32, max_md_q16: u32, init_cwnd_pkts: u32,
 });

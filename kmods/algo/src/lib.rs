@@ -21,9 +21,84 @@
 //! derived from a few user-facing values ([`NetConfig`]) and checked by
 //! `validate()`; in the kernel they are global sysctls, outside the per-socket
 //! state.
-#![no_std]
+#![cfg_attr(not(xdcc_kernel), no_std)]
 #![forbid(unsafe_code)]
 #![deny(clippy::float_arithmetic)]
+
+// The algorithm files refer to their siblings with `super::` (not `crate::`)
+// and use these macros by textual scope, so that the kernel modules can
+// include this crate as a module (`#[path = "algo/src/lib.rs"] mod algo;`).
+
+/// Compile-time check that a per-flow state fits the kernel's private area.
+macro_rules! assert_fits_ca_priv {
+    ($t:ty) => {
+        const _: () = assert!(
+            core::mem::size_of::<$t>() <= super::ICSK_CA_PRIV_SIZE,
+            "per-flow CC state does not fit ICSK_CA_PRIV_SIZE"
+        );
+    };
+}
+
+/// Generates, for a `Params` struct, the list of tunable names and
+/// `get`/`set` by name. `set` validates the whole struct afterwards and
+/// restores the old value on error, so bad input changes nothing.
+macro_rules! tunables {
+    ($ty:ty { $($field:ident : $t:ty),* $(,)? }) => {
+        impl $ty {
+            /// Names of the tunables, as used by sysctls and scenario files.
+            pub const TUNABLES: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            /// Reads a tunable by name.
+            pub fn get(&self, name: &str) -> Option<u64> {
+                match name {
+                    $(stringify!($field) => Some(self.$field as u64),)*
+                    _ => None,
+                }
+            }
+
+            /// Sets a tunable by name; on any error nothing changes.
+            #[allow(clippy::should_implement_trait)]
+            pub fn set(&mut self, name: &str, value: u64) -> Result<(), super::ParamError> {
+                let old = *self;
+                match name {
+                    $(stringify!($field) => {
+                        self.$field = <$t>::try_from(value).map_err(|_| super::ParamError {
+                            name: stringify!($field),
+                            value,
+                            reason: "does not fit the field",
+                            range: Some((0, <$t>::MAX as u64)),
+                        })?;
+                    })*
+                    _ => {
+                        return Err(super::ParamError {
+                            name: "(unknown)",
+                            value,
+                            reason: "unknown parameter name",
+                            range: None,
+                        })
+                    }
+                }
+                if let Err(e) = self.validate() {
+                    *self = old;
+                    return Err(e);
+                }
+                Ok(())
+            }
+        }
+        impl super::Tunables for $ty {
+            const TUNABLES: &'static [&'static str] = <$ty>::TUNABLES;
+            fn get(&self, name: &str) -> Option<u64> {
+                <$ty>::get(self, name)
+            }
+            fn set(&mut self, name: &str, value: u64) -> Result<(), super::ParamError> {
+                <$ty>::set(self, name, value)
+            }
+            fn from_net(n: &super::NetConfig) -> Self {
+                <$ty>::from_net(n)
+            }
+        }
+    };
+}
 
 pub mod fixed;
 pub mod gemini;
@@ -123,6 +198,19 @@ pub trait CongestionControl: Sized {
     fn undo(&mut self);
 }
 
+/// Tunables by name, for code generic over the algorithms (kernel sysctls,
+/// scenario files). Implemented by every `Params`.
+pub trait Tunables: Sized + Copy {
+    /// Names of the tunables.
+    const TUNABLES: &'static [&'static str];
+    /// Reads a tunable by name.
+    fn get(&self, name: &str) -> Option<u64>;
+    /// Sets a tunable by name after validating the whole set; on error nothing changes.
+    fn set(&mut self, name: &str, value: u64) -> Result<(), ParamError>;
+    /// The paper's defaults for a network.
+    fn from_net(n: &NetConfig) -> Self;
+}
+
 /// Base RTT bookkeeping shared by all algorithms: the minimum RTT seen over the
 /// flow's life (the papers' `RTT_base`, "minimum RTT observed during a long
 /// time"), seeded by the handshake hint.
@@ -135,13 +223,3 @@ pub(crate) fn update_min_rtt(base_rtt_ns: &mut u32, rtt_ns: u32) -> bool {
     }
 }
 
-/// Compile-time check that a per-flow state fits the kernel's private area.
-#[macro_export]
-macro_rules! assert_fits_ca_priv {
-    ($t:ty) => {
-        const _: () = assert!(
-            core::mem::size_of::<$t>() <= $crate::ICSK_CA_PRIV_SIZE,
-            "per-flow CC state does not fit ICSK_CA_PRIV_SIZE"
-        );
-    };
-}

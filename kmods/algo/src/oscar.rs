@@ -51,9 +51,9 @@
 //! - ε (delay equal to base RTT): `eps_q16 × RTT_base`, default 1/16, with a
 //!   1 µs floor (kernel RTT resolution).
 
-use crate::fixed::{bdp_bytes, div_wide_q16, mul_div, mul_q16, ratio_q16, sat_u32, wide_mul_sub, ONE, NSEC_PER_SEC};
-use crate::params::{check, NetConfig, ParamError};
-use crate::{assert_fits_ca_priv, update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
+use super::fixed::{bdp_bytes, div_wide_q16, mul_div, mul_q16, ratio_q16, sat_u32, wide_mul_sub, ONE, NSEC_PER_SEC};
+use super::params::{check, NetConfig, ParamError};
+use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
 
 /// Fewest samples a batch needs before it is evaluated (Algorithm 1, line 7).
 pub const MIN_SAMPLES: u32 = 3;
@@ -192,12 +192,14 @@ impl Estimator {
         // x ≤ 4τ here, so x >> shift < 2^22 (see `shift`): the products below
         // cannot overflow and the sums only with absurd sample counts, so
         // wrapping adds are exact in practice and never panic.
-        let xs = x >> self.shift;
+        // (If τ grew since the batch started, x may exceed 4τ_old: the
+        // saturating products keep that harmless.)
+        let xs = x.wrapping_shr(self.shift as u32);
         let y = delay_ns as i64 - self.y0_ns as i64;
         self.sum_x = self.sum_x.wrapping_add(xs);
-        self.sum_xx = self.sum_xx.wrapping_add(xs * xs);
+        self.sum_xx = self.sum_xx.wrapping_add(xs.saturating_mul(xs));
         self.sum_y = self.sum_y.wrapping_add(y);
-        self.sum_xy = self.sum_xy.saturating_add(xs as i64 * y);
+        self.sum_xy = self.sum_xy.saturating_add((xs.min(i64::MAX as u64) as i64).saturating_mul(y));
         self.sum_infl = self.sum_infl.wrapping_add(inflight as u64);
         self.sum_acked = self.sum_acked.wrapping_add(acked as u64);
         self.n = self.n.wrapping_add(1);
@@ -245,7 +247,7 @@ impl Estimator {
         let num = wide_mul_sub(n, self.sum_xy, sum_x, self.sum_y);
         let den = wide_mul_sub(n, sum_xx, sum_x, sum_x);
         // The slope is per 2^shift ns of x: scale back to per ns.
-        let gradient = div_wide_q16(num, den)? >> self.shift;
+        let gradient = div_wide_q16(num, den)?.checked_shr(self.shift as u32).unwrap_or(0);
         Some(Estimate {
             delay_ns: delay.clamp(0, u32::MAX as i64) as u32,
             gradient_q16: gradient,
@@ -292,13 +294,14 @@ impl Oscar {
     #[cold]
     #[inline(never)]
     fn set_outputs(&mut self, p: &Params) {
-        self.u_q16 = self.u_q16.clamp(p.u_min_q16, p.u_max_q16);
+        // (max/min, not `clamp`: `clamp` panics if the bounds were inverted.)
+        self.u_q16 = core::cmp::max(core::cmp::min(self.u_q16, p.u_max_q16), p.u_min_q16);
         let target_window = bdp_bytes(p.rate_bytes_per_sec, sat_u32(self.d_target_ns(p)));
         let w = mul_q16(target_window, self.u_q16);
         let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns);
         let w = if p.bdp_floor != 0 { core::cmp::max(w, bdp) } else { core::cmp::min(w, bdp) };
-        let w = core::cmp::max(w, 2 * p.mtu as u64);
-        self.cwnd = sat_u32(core::cmp::min(w, crate::MAX_CWND_BYTES as u64));
+        let w = core::cmp::max(w, 2 * p.mtu as u64); // u32 → u64: cannot overflow
+        self.cwnd = sat_u32(core::cmp::min(w, super::MAX_CWND_BYTES as u64));
         self.rate_bytes_per_sec = core::cmp::max(mul_q16(p.rate_bytes_per_sec, self.u_q16), 1);
     }
 
@@ -397,7 +400,7 @@ impl CongestionControl for Oscar {
     fn undo(&mut self) {}
 }
 
-crate::tunables!(Params {
+tunables!(Params {
     rate_bytes_per_sec: u64, mtu: u32, target_qdelay_ns: u32, tau_q16: u32, u_hai_q16: u32,
     u_ai_q16: u32, eps_q16: u32, u_min_q16: u32, u_max_q16: u32, bdp_floor: u32,
 });

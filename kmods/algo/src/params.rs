@@ -1,7 +1,7 @@
 //! The user-facing network description every algorithm's defaults derive from,
 //! and the error type `validate()` returns.
 
-use crate::fixed::{bdp_bytes, mul_div};
+use super::fixed::{bdp_bytes, mul_div};
 
 /// The few numbers a user knows about their network. Every algorithm derives
 /// its paper defaults from these (`Params::from_net`).
@@ -92,51 +92,3 @@ pub fn check(name: &'static str, value: u64, lo: u64, hi: u64) -> Result<(), Par
     }
 }
 
-/// Generates, for a `Params` struct, the list of tunable names and
-/// `get`/`set` by name. `set` validates the whole struct afterwards and
-/// restores the old value on error, so bad input changes nothing.
-#[macro_export]
-macro_rules! tunables {
-    ($ty:ty { $($field:ident : $t:ty),* $(,)? }) => {
-        impl $ty {
-            /// Names of the tunables, as used by sysctls and scenario files.
-            pub const TUNABLES: &'static [&'static str] = &[$(stringify!($field)),*];
-
-            /// Reads a tunable by name.
-            pub fn get(&self, name: &str) -> Option<u64> {
-                match name {
-                    $(stringify!($field) => Some(self.$field as u64),)*
-                    _ => None,
-                }
-            }
-
-            /// Sets a tunable by name; on any error nothing changes.
-            pub fn set(&mut self, name: &str, value: u64) -> Result<(), $crate::ParamError> {
-                let old = *self;
-                match name {
-                    $(stringify!($field) => {
-                        self.$field = <$t>::try_from(value).map_err(|_| $crate::ParamError {
-                            name: stringify!($field),
-                            value,
-                            reason: "does not fit the field",
-                            range: Some((0, <$t>::MAX as u64)),
-                        })?;
-                    })*
-                    _ => {
-                        return Err($crate::ParamError {
-                            name: "(unknown)",
-                            value,
-                            reason: "unknown parameter name",
-                            range: None,
-                        })
-                    }
-                }
-                if let Err(e) = self.validate() {
-                    *self = old;
-                    return Err(e);
-                }
-                Ok(())
-            }
-        }
-    };
-}

@@ -39,10 +39,10 @@
 //!   FastIncrease means within 5 % (1 µs floor).
 //! - The per-8-MTU batching of the UEC code is not used: updates are per ACK.
 
-use crate::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE, SHIFT};
-use crate::params::{check, NetConfig, ParamError};
-use crate::window::Window;
-use crate::{assert_fits_ca_priv, update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
+use super::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE, SHIFT};
+use super::params::{check, NetConfig, ParamError};
+use super::window::Window;
+use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
 
 /// SMaRTT tunables. Fractions are Q16 (`ONE` = 1.0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -370,7 +370,7 @@ impl CongestionControl for Smartt {
     }
 }
 
-crate::tunables!(Params {
+tunables!(Params {
     rate_bytes_per_sec: u64, mtu: u32, target_qdelay_ns: u32, gamma_q16: u32, max_md_q16: u32,
     fi_q16: u32, pi_q16: u32, ref_bdp_bytes: u32, avg_rtt_gain_q16: u32, fast_increase_k: u32,
     fast_increase_tol_q16: u32, qa_qdelay_ns: u32, qa_beta_q16: u32, qa_scaling_q16: u32,

@@ -52,10 +52,10 @@
 //! - Start: the window starts at one BDP of the handshake RTT (the paper's
 //!   flows start at line rate), without slow start.
 
-use crate::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE, SHIFT};
-use crate::params::{check, NetConfig, ParamError};
-use crate::window::Window;
-use crate::{assert_fits_ca_priv, update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
+use super::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE, SHIFT};
+use super::params::{check, NetConfig, ParamError};
+use super::window::Window;
+use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
 
 /// UnoCC tunables. Fractions are Q16 (`ONE` = 1.0) unless the name says ppm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -193,7 +193,7 @@ impl Uno {
     fn on_epoch(&mut self, p: &Params, now: u64) {
         let frac = ratio_q16(self.epoch_marked as u64, core::cmp::max(self.epoch_acked, 1) as u64);
         let frac = core::cmp::min(frac, ONE);
-        self.ecn_ewma_q16 = crate::fixed::ewma_q16(self.ecn_ewma_q16, frac, p.ecn_ewma_gain_q16);
+        self.ecn_ewma_q16 = super::fixed::ewma_q16(self.ecn_ewma_q16, frac, p.ecn_ewma_gain_q16);
         if self.epoch_marked > 0 && now >= self.holdoff_until_ns {
             if self.no_physical_queue(p) {
                 // Congestion in phantom queues only: gentle reduction.
@@ -259,10 +259,10 @@ impl Uno {
             if marked > 0 {
                 self.w.exit_slow_start();
             } else {
-                self.w.slow_start(s.acked_bytes, crate::MAX_CWND_BYTES);
+                self.w.slow_start(s.acked_bytes, super::MAX_CWND_BYTES);
             }
         } else if marked < s.acked_bytes && !s.app_limited {
-            self.w.ai(self.ai_per_rtt_q16, s.acked_bytes - marked, crate::MAX_CWND_BYTES);
+            self.w.ai(self.ai_per_rtt_q16, s.acked_bytes - marked, super::MAX_CWND_BYTES);
         }
 
         // ONEPOCH.
@@ -347,7 +347,7 @@ impl CongestionControl for Uno {
             return self.on_ack_full(p, s);
         }
         self.last_rtt_ns = s.rtt_ns;
-        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, crate::MAX_CWND_BYTES);
+        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, super::MAX_CWND_BYTES);
         self.epoch_acked = self.epoch_acked.saturating_add(s.acked_bytes);
         self.qa_acked = self.qa_acked.saturating_add(s.acked_bytes);
     }
@@ -365,7 +365,7 @@ impl CongestionControl for Uno {
             Event::Rto => {
                 let cwnd = self.w.bytes();
                 self.w.prior_cwnd = cwnd;
-                self.w.ssthresh = core::cmp::max(cwnd / 2, 2 * p.mtu);
+                self.w.ssthresh = core::cmp::max(cwnd / 2, p.mtu.saturating_mul(2));
                 self.w.set(p.mtu as u64, p.mtu);
                 self.epoch_end_ns = 0;
                 self.qa_end_ns = 0;
@@ -393,7 +393,7 @@ impl CongestionControl for Uno {
     }
 }
 
-crate::tunables!(Params {
+tunables!(Params {
     rate_bytes_per_sec: u64, mtu: u32, ai_bdp_ppm: u32, k_bytes: u32, epoch_ns: u32,
     ecn_ewma_gain_q16: u32, phantom_md_scale_q16: u32, queue_delay_tol_q16: u32,
     qa_beta_q16: u32, qa_scale_q16: u32, qa_period_q16: u32, max_md_q16: u32, init_bdp_q16: u32,

@@ -4,8 +4,8 @@
 //! per-ACK additive increases far below one byte (UnoCC's α = 0.001·BDP spread
 //! over a window of ACKs) accumulate exactly instead of truncating to zero.
 
-use crate::fixed::{mul_div, mul_q16, ONE, SHIFT};
-use crate::MAX_CWND_BYTES;
+use super::fixed::{mul_div, mul_q16, ONE, SHIFT};
+use super::MAX_CWND_BYTES;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
