@@ -314,12 +314,14 @@ unsafe extern "C" fn cong_control<T: KernelCc>(
     }
 }
 
-/// Window pacing for window-only algorithms, percent of cwnd/srtt (the
-/// simulator shows 100 % keeps UnoCC fair where Linux's default 120 % does
-/// not). Fixed for now; the stack's own pacing ratio sysctls do not apply to
-/// `cong_control` CCs.
+/// Window pacing for window-only algorithms, percent of cwnd/srtt (sysctl
+/// `window_pacing_pct`, 0 = no pacing). Default 100: the simulator shows
+/// UnoCC fair at 100 % where Linux's default 120 % (`tcp_pacing_ca_ratio`,
+/// which does not apply to `cong_control` CCs) is not.
+static PACING_PCT: AtomicUsize = AtomicUsize::new(100);
+
 fn pacing_pct<T: KernelCc>() -> u32 {
-    100
+    PACING_PCT.load(Ordering::Relaxed).min(1000) as u32
 }
 
 unsafe extern "C" fn set_state<T: KernelCc>(sk: *mut bindings::sock, new_state: u8) {
@@ -380,9 +382,11 @@ unsafe extern "C" fn undo_cwnd<T: KernelCc>(sk: *mut bindings::sock) -> u32 {
     }
 }
 
-/// One sysctl file per tunable plus `net_*` files that re-derive every
-/// tunable from the papers' defaults for a new network description.
-const NET_KNOBS: [&str; 4] = ["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu"];
+/// One sysctl file per tunable, then `net_*` files that re-derive every
+/// tunable from the papers' defaults for a new network description, then
+/// `window_pacing_pct`.
+const NET_KNOBS: [&str; 5] = ["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu", "window_pacing_pct"];
+const PACING_KNOB: usize = 4;
 
 /// Kernel-side owner of the registered ops and sysctl table.
 pub struct Registration<T: KernelCc> {
@@ -421,6 +425,7 @@ unsafe extern "C" fn sysctl_handler<T: KernelCc>(
     let name = names.get(idx).copied();
     let current: u64 = match (name, net_idx) {
         (Some(name), _) => T::params().current().get(name).unwrap_or(0),
+        (None, Some(PACING_KNOB)) => PACING_PCT.load(Ordering::Relaxed) as u64,
         (None, Some(n)) => match NET.get(n) {
             Some(a) => a.load(Ordering::Relaxed) as u64,
             None => return -(bindings::EINVAL as c_int),
@@ -446,6 +451,13 @@ unsafe extern "C" fn sysctl_handler<T: KernelCc>(
     match (name, net_idx) {
         (Some(name), _) => T::params().update(|p| p.set(name, v).map_err(|_| -(bindings::EINVAL as c_int))),
         (None, None) => -(bindings::EINVAL as c_int),
+        (None, Some(PACING_KNOB)) => {
+            if v > 1000 {
+                return -(bindings::EINVAL as c_int);
+            }
+            PACING_PCT.store(v as usize, Ordering::Relaxed);
+            0
+        }
         (None, Some(n)) => {
             let mut net = [0u64; 4];
             for (i, a) in NET.iter().enumerate() {

@@ -148,7 +148,7 @@ build_modules() {
     fi
     log "modules: building"
     # shellcheck disable=SC2046
-    LIBCLANG_PATH=/usr/lib/llvm-19/lib make -C "$build" M="$root" $(make_vars) -j"$(nproc)" modules
+    LIBCLANG_PATH=/usr/lib/llvm-19/lib make -s -C "$build" M="$root" $(make_vars) -j"$(nproc)" modules >&2
     echo "$mkey" >"$stamp"
 }
 

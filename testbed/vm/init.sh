@@ -1,0 +1,30 @@
+#!/bin/busybox sh
+# Guest /init (busybox): mount the host root read-only, run the requested
+# script chrooted into it, print its exit status, dump the kernel log, power off.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 host /mnt/host || echo "XDCC-EXIT 97"
+h=/mnt/host
+mount -t proc proc $h/proc
+mount -t sysfs sys $h/sys
+mount -t devtmpfs dev $h/dev
+mount -t tmpfs tmp $h/tmp
+mount -t tmpfs run $h/run
+mkdir -p $h/run/netns
+[ -d $h/sys/fs/bpf ] && mount -t bpf bpf $h/sys/fs/bpf 2>/dev/null
+script=$(sed -n 's/.*xdcc_script=\([^ ]*\).*/\1/p' /proc/cmdline)
+args=$(sed -n 's/.*xdcc_args=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
+out=$(sed -n 's/.*xdcc_out=\([^ ]*\).*/\1/p' /proc/cmdline)
+[ -n "$out" ] && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out $h$out
+echo "[guest] running $script $args"
+chroot $h /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp \
+    XDCC_IN_VM=1 /bin/bash "$script" $args
+rc=$?
+echo "XDCC-EXIT $rc"
+echo "[guest] kernel log:"
+dmesg
+sync
+reboot -f

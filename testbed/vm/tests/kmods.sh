@@ -1,0 +1,161 @@
+#!/bin/bash
+# VM tests of the xdcc kernel modules (run by testbed/vm/run.sh inside the
+# test kernel). For each of tcp_uno, tcp_gemini, tcp_oscar, tcp_smartt:
+# load, list, select (global, per netns, per socket), a byte-exact transfer
+# over veth with a rate limit and netem delay, ECN negotiation, reaction to a
+# RED ECN-marking bottleneck, pacing (OSCAR), tunables (read back, EINVAL,
+# effect), and rmmod refused while in use.
+#   run.sh testbed/vm/tests/kmods.sh [CC...]     (default: all four)
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+ccs=("$@")
+((${#ccs[@]})) || ccs=(uno gemini oscar smartt)
+
+pass=0
+fail=0
+ok() { echo "PASS: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+
+source "$here/lib.sh"
+
+sysctl_dir() { echo "/proc/sys/net/xdcc/$1"; }
+
+test_cc() {
+    local cc=$1 mod="tcp_$1" ko="$root/kmods/tcp_$1.ko" ecn=1
+    [[ $cc == oscar ]] && ecn=0
+    echo "=== $mod"
+
+    check "$mod: insmod" insmod "$ko"
+    configure_cc "$cc"
+    check "$mod: listed in tcp_available_congestion_control" \
+        grep -qw "$cc" /proc/sys/net/ipv4/tcp_available_congestion_control
+    check "$mod: sysctl selects it globally" sysctl -qw net.ipv4.tcp_congestion_control="$cc"
+    check "$mod: global default reads back" test "$(sysctl -n net.ipv4.tcp_congestion_control)" = "$cc"
+    sysctl -qw net.ipv4.tcp_congestion_control=cubic
+
+    # Bottleneck without marking: byte-exact transfer, CC on the socket.
+    net_up fifo || { bad "$mod: network setup"; return; }
+    check "$mod: selectable as the default inside a netns" ip netns exec snd sysctl -qw net.ipv4.tcp_congestion_control="$cc"
+    transfer "$cc" 4000000
+    check "$mod: 4 MB transfer arrives complete and byte-exact" test "$XFER_OK" = 1
+    check "$mod: ss -tin shows the CC on the socket" grep -qw "$cc" <<<"$SS_LINES"
+    local fifo_cwnd=$MED_CWND fifo_max=$MAX_CWND
+    echo "  fifo: median cwnd $fifo_cwnd (max $MAX_CWND), median rtt ${MED_RTT} ms, last pacing ${LAST_PACING:-none}"
+    echo "  ss sample: $(tail -1 <<<"$SS_LINES")"
+    net_down
+
+    # setsockopt(TCP_CONGESTION) per socket while the default is cubic.
+    net_up fifo
+    ip netns exec snd sysctl -qw net.ipv4.tcp_congestion_control=cubic
+    ip netns exec rcv $xfer serve 5002 >/dev/null &
+    sleep 0.3
+    local used
+    used=$(ip netns exec snd $xfer send 10.9.0.2 5002 100000 --cc "$cc" | awk '{print $3}')
+    wait
+    check "$mod: setsockopt(TCP_CONGESTION) selects it for one socket" test "$used" = "$cc"
+    net_down
+
+    # RED ECN-marking bottleneck.
+    net_up red
+    transfer "$cc" 4000000
+    check "$mod: transfer through a RED/ECN bottleneck is byte-exact" test "$XFER_OK" = 1
+    local red_cwnd=$MED_CWND
+    echo "  red/ecn: median cwnd $red_cwnd (fifo $fifo_cwnd), median rtt ${MED_RTT} ms, CE-marked packets delivered $DELIVERED_CE, last pacing ${LAST_PACING:-none}"
+    echo "  ss sample: $(tail -1 <<<"$SS_LINES")"
+    if ((ecn)); then
+        # ECN must have been negotiated for the receiver to echo marks.
+        check "$mod: ECN negotiated and CE marks echoed (delivered_ce $DELIVERED_CE)" test "$DELIVERED_CE" -gt 0
+        check "$mod: reacts to ECN marks (median cwnd $red_cwnd < $fifo_cwnd without marking)" test "$red_cwnd" -lt "$fifo_cwnd"
+    fi
+    net_down
+
+    # Tunables: read back, reject bad values, change behaviour.
+    local d
+    d=$(sysctl_dir "$cc")
+    check "$mod: tunables exist under $d" test -d "$d"
+    local first
+    first=$(ls "$d" | head -1)
+    check "$mod: tunable $first reads back" test -n "$(cat "$d/$first")"
+    local knob good badv effect_knob effect_val
+    case $cc in
+        uno) knob=qa_beta_q16; good=16384; badv=70000; effect_knob=init_bdp_q16; effect_val=0 ;;
+        gemini) knob=beta_q16; good=9830; badv=70000; effect_knob=init_cwnd_pkts; effect_val=2 ;;
+        smartt) knob=gamma_q16; good=32768; badv=70000; effect_knob=max_wnd_bdp_q16; effect_val=16384 ;;
+        oscar) knob=u_ai_q16; good=131; badv=0; effect_knob=rate_bytes_per_sec; effect_val=250000 ;;
+    esac
+    local before
+    before=$(cat "$d/$knob")
+    check "$mod: $knob accepts $good" bash -c "echo $good > $d/$knob"
+    check "$mod: $knob reads back $good" test "$(cat "$d/$knob")" = "$good"
+    if bash -c "echo $badv > $d/$knob" 2>/tmp/err; then
+        bad "$mod: $knob=$badv must fail with EINVAL"
+    else
+        check "$mod: $knob=$badv fails with EINVAL" grep -q "Invalid argument" /tmp/err
+    fi
+    check "$mod: the rejected write changed nothing" test "$(cat "$d/$knob")" = "$good"
+    if bash -c "echo not-a-number > $d/$knob" 2>/dev/null; then bad "$mod: garbage accepted"; else ok "$mod: garbage rejected"; fi
+    echo "$before" >"$d/$knob"
+
+    # Effect of a tunable on behaviour, against the defaults measured above.
+    local eb
+    eb=$(cat "$d/$effect_knob")
+    echo "$effect_val" >"$d/$effect_knob"
+    net_up fifo
+    transfer "$cc" 2000000
+    if [[ $cc == oscar ]]; then
+        local p
+        p=$(to_bps "$LAST_PACING")
+        echo "  $effect_knob=$effect_val: pacing $LAST_PACING, max cwnd $MAX_CWND"
+        # μ lowered to 250 kB/s = 2 Mbit/s: u·μ ≤ u_max·μ = 4 Mbit/s.
+        check "$mod: lowering μ lowers the pacing rate to ≤ u_max·μ (${LAST_PACING})" test "$p" -gt 0 -a "$p" -le 4000000
+    else
+        echo "  $effect_knob=$effect_val: max cwnd $MAX_CWND (default run: $fifo_max)"
+        check "$mod: $effect_knob=$effect_val changes the window (max $MAX_CWND vs $fifo_max)" test "$MAX_CWND" -lt "$fifo_max"
+    fi
+    echo "$eb" >"$d/$effect_knob"
+    net_down
+
+    # Pacing with marking (OSCAR): pacing rate set, below line rate when a
+    # queue stands above the target (two flows on the bottleneck).
+    if [[ $cc == oscar ]]; then
+        # A cubic flow keeps a standing queue far above OSCAR's target.
+        net_up fifo
+        ip netns exec rcv $xfer serve 5004 >/dev/null &
+        sleep 0.3
+        ip netns exec snd $xfer send 10.9.0.2 5004 8000000 --cc cubic >/dev/null &
+        sleep 1.5
+        transfer "$cc" 1500000
+        wait
+        local p
+        p=$(to_bps "$LAST_PACING")
+        echo "  against cubic: pacing $LAST_PACING, median cwnd $MED_CWND"
+        check "$mod: pacing_rate set and below line rate while the queue is above target ($LAST_PACING)" test "$p" -gt 0 -a "$p" -lt 20000000
+        net_down
+    fi
+
+    # rmmod: refused while a socket or a netns default uses the CC.
+    net_up fifo
+    ip netns exec rcv $xfer serve 5003 >/dev/null &
+    sleep 0.3
+    ip netns exec snd $xfer send 10.9.0.2 5003 10000 --cc "$cc" --hold 3 >/dev/null &
+    sleep 1.5
+    if rmmod "$mod" 2>/dev/null; then bad "$mod: rmmod must be refused while a socket uses it"; insmod "$ko"; else ok "$mod: rmmod refused while a socket uses it"; fi
+    wait
+    ip netns exec snd sysctl -qw net.ipv4.tcp_congestion_control="$cc"
+    sleep 0.5
+    if rmmod "$mod" 2>/dev/null; then bad "$mod: rmmod must be refused while a netns default uses it"; insmod "$ko"; else ok "$mod: rmmod refused while a netns default uses it"; fi
+    net_down
+    sleep 0.5
+    check "$mod: rmmod succeeds once unused" rmmod "$mod"
+    check "$mod: gone from tcp_available_congestion_control" \
+        sh -c "! grep -qw $cc /proc/sys/net/ipv4/tcp_available_congestion_control"
+}
+
+for cc in "${ccs[@]}"; do
+    test_cc "$cc"
+done
+echo "${pass} passed, ${fail} failed"
+((fail == 0))

@@ -1,0 +1,118 @@
+# Shared helpers of the VM tests: a two-namespace bottleneck and transfers.
+# shellcheck shell=bash
+xfer="python3 $(dirname "${BASH_SOURCE[0]}")/xfer.py"
+
+RATE=20mbit
+RTT=4ms   # base RTT; BDP 10 kB (7 packets)
+
+# Two namespaces joined by a veth pair. Data leaves `snd` through an HTB rate
+# limit whose leaf is $1: "red" (ECN marking), "fifo" (no marking); the
+# ACKs get the base RTT as netem delay on the way back.
+net_up() {
+    ip netns add snd && ip netns add rcv || return 1
+    ip link add vs netns snd type veth peer name vr netns rcv
+    ip -n snd addr add 10.9.0.1/24 dev vs
+    ip -n rcv addr add 10.9.0.2/24 dev vr
+    for n in snd rcv; do ip -n $n link set lo up; done
+    ip -n snd link set vs up
+    ip -n rcv link set vr up
+    tc -n snd qdisc add dev vs root handle 1: htb default 1
+    tc -n snd class add dev vs parent 1: classid 1:1 htb rate $RATE ceil $RATE
+    case $1 in
+        red) tc -n snd qdisc add dev vs parent 1:1 handle 10: red limit 300000 min 6000 max 18000 \
+                avpkt 1500 burst 5 bandwidth $RATE probability 1.0 ecn ;;
+        fifo) tc -n snd qdisc add dev vs parent 1:1 handle 10: bfifo limit 300000 ;;
+    esac
+    # The whole base RTT as netem delay on the (uncongested) ACK path.
+    tc -n rcv qdisc add dev vr root netem delay $RTT limit 100000
+}
+
+net_down() {
+    ip netns del snd 2>/dev/null
+    ip netns del rcv 2>/dev/null
+    true
+}
+
+# transfer CC BYTES: sends BYTES from snd to rcv with the netns default CC
+# set to CC; samples `ss -tin` on the sender while it runs. Sets XFER_OK,
+# SS_LINES (all samples), MAX_CWND, LAST_PACING (bit/s).
+transfer() {
+    local cc=$1 bytes=$2 out
+    out=$(mktemp -d)
+    # Both ends run the CC, as DCTCP deployments do: an ECN-capable SYN
+    # (ECT set, as TCP_CONG_NEEDS_ECN sends it) is only accepted by a
+    # listener whose CC needs ECN too.
+    ip netns exec snd sysctl -qw net.ipv4.tcp_congestion_control="$cc" || return 1
+    ip netns exec rcv sysctl -qw net.ipv4.tcp_congestion_control="$cc" || return 1
+    ip netns exec rcv $xfer serve 5001 >"$out/rcv" &
+    local srv=$!
+    sleep 0.3
+    ip netns exec snd $xfer send 10.9.0.2 5001 "$bytes" >"$out/snd" &
+    local cli=$!
+    : >"$out/ss"
+    for _ in $(seq 1 40); do
+        sleep 0.1
+        ip netns exec snd ss -tinH dst 10.9.0.2 >>"$out/ss" 2>/dev/null
+        kill -0 $cli 2>/dev/null || break
+    done
+    wait $cli
+    wait $srv
+    SS_LINES=$(cat "$out/ss")
+    local s r
+    s=$(awk '{print $1, $2}' "$out/snd")
+    r=$(cat "$out/rcv")
+    XFER_OK=0
+    [[ -n $s && "$s" == "$r" && ${s%% *} == "$bytes" ]] && XFER_OK=1
+    MAX_CWND=$(grep -o 'cwnd:[0-9]*' "$out/ss" | cut -d: -f2 | sort -n | tail -1)
+    MAX_CWND=${MAX_CWND:-0}
+    # Median cwnd over the second half of the samples (steady state).
+    local all half
+    all=$(grep -o ' cwnd:[0-9]*' "$out/ss" | cut -d: -f2)
+    half=$(tail -n $(( ($(wc -l <<<"$all") + 1) / 2 )) <<<"$all" | sort -n)
+    MED_CWND=$(sed -n "$(( ($(wc -l <<<"$half") + 1) / 2 ))p" <<<"$half")
+    MED_CWND=${MED_CWND:-0}
+    MED_RTT=$(grep -o ' rtt:[0-9.]*' "$out/ss" | cut -d: -f2 | tail -n $(( ($(wc -l <<<"$all") + 1) / 2 )) | sort -n | sed -n "$(( ($(wc -l <<<"$half") + 1) / 2 ))p")
+    DELIVERED_CE=$(grep -o 'delivered_ce:[0-9]*' "$out/ss" | cut -d: -f2 | sort -n | tail -1)
+    DELIVERED_CE=${DELIVERED_CE:-0}
+    LAST_PACING=$(grep -o 'pacing_rate [0-9.]*[KMG]\?bps' "$out/ss" | tail -1 | awk '{print $2}')
+    SENT_CC=$(awk '{print $3}' "$out/snd")
+    rm -rf "$out"
+}
+
+to_bps() { # 95.3Mbps -> 95300000
+    local v=${1%bps}
+    case $v in
+        *G) awk -v x="${v%G}" 'BEGIN{printf "%d", x*1e9}' ;;
+        *M) awk -v x="${v%M}" 'BEGIN{printf "%d", x*1e6}' ;;
+        *K) awk -v x="${v%K}" 'BEGIN{printf "%d", x*1e3}' ;;
+        *) printf '%d' "${v:-0}" ;;
+    esac
+}
+
+
+# Configure an xdcc CC for the test network (what an operator does on real
+# servers): link rate and base RTTs, from which every tunable is re-derived,
+# then per-CC adaptations to this emulated network (XDCC_EXTRA_TUNABLES,
+# "cc.name=value ..."). The defaults below adapt UnoCC to a 100 Mbit/s link
+# in a TCG guest: its AI of 0.1 % BDP per RTT is designed for 100 Gbit/s
+# (here it would add 50 bytes per RTT), and the guest's scheduling noise
+# doubles RTTs without any queue, which QuickAdapt over one base RTT reads
+# as extreme congestion.
+# OSCAR and SMaRTT get a target queueing delay above that noise (8 ms): with
+# the default (half the base RTT) they read the guest's delay as a standing
+# queue they cannot drain and back off to a few packets.
+XDCC_EXTRA_TUNABLES=${XDCC_EXTRA_TUNABLES-"uno.ai_bdp_ppm=50000 uno.qa_period_q16=196608 oscar.target_qdelay_ns=8000000 smartt.target_qdelay_ns=8000000 smartt.qa_qdelay_ns=8000000"}
+configure_cc() {
+    local d=/proc/sys/net/xdcc/$1
+    [[ -d $d ]] || return 0
+    echo "${NET_MBPS:-20}" >"$d/net_link_rate_mbps"
+    echo "${NET_INTRA_US:-4000}" >"$d/net_intra_rtt_us"
+    echo "${NET_INTER_US:-40000}" >"$d/net_inter_rtt_us"
+    echo 1500 >"$d/net_mtu"
+    local kv
+    for kv in ${XDCC_EXTRA_TUNABLES:-}; do
+        [[ $kv == "$1".* ]] || continue
+        kv=${kv#"$1".}
+        echo "${kv#*=}" >"$d/${kv%%=*}"
+    done
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Byte-exact TCP transfers for the VM tests.
+
+  xfer.py serve PORT                 accept one connection, print "<bytes> <sha256>"
+  xfer.py send HOST PORT BYTES [--cc NAME] [--hold SECONDS]
+                                     send BYTES of deterministic data (optionally with
+                                     setsockopt(TCP_CONGESTION)), print "<bytes> <sha256> <cc>",
+                                     then keep the socket open for --hold seconds
+"""
+import argparse
+import hashlib
+import socket
+import sys
+import time
+
+TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
+CHUNK = 1 << 16
+
+
+def block(i: int) -> bytes:
+    # 64 KiB of data that differs per block, cheap to produce.
+    seed = hashlib.sha256(i.to_bytes(8, "little")).digest()
+    return seed * (CHUNK // len(seed))
+
+
+def serve(port: int) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", port))
+    s.listen(1)
+    c, _ = s.accept()
+    h = hashlib.sha256()
+    n = 0
+    while True:
+        d = c.recv(1 << 20)
+        if not d:
+            break
+        h.update(d)
+        n += len(d)
+    print(n, h.hexdigest(), flush=True)
+
+
+def send(host: str, port: int, total: int, cc: str, hold: float) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if cc:
+        s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
+    for _ in range(100):
+        try:
+            s.connect((host, port))
+            break
+        except ConnectionRefusedError:
+            time.sleep(0.05)
+    else:
+        sys.exit("connect failed")
+    used = s.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).split(b"\0")[0].decode()
+    h = hashlib.sha256()
+    sent = 0
+    i = 0
+    while sent < total:
+        b = block(i)[: total - sent]
+        s.sendall(b)
+        h.update(b)
+        sent += len(b)
+        i += 1
+    print(sent, h.hexdigest(), used, flush=True)
+    if hold > 0:
+        time.sleep(hold)
+    s.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("serve")
+    a.add_argument("port", type=int)
+    b = sub.add_parser("send")
+    b.add_argument("host")
+    b.add_argument("port", type=int)
+    b.add_argument("bytes", type=int)
+    b.add_argument("--cc", default="")
+    b.add_argument("--hold", type=float, default=0.0)
+    o = p.parse_args()
+    if o.cmd == "serve":
+        serve(o.port)
+    else:
+        send(o.host, o.port, o.bytes, o.cc, o.hold)
+
+
+if __name__ == "__main__":
+    main()
