@@ -568,3 +568,53 @@ impl<T: KernelCc> Drop for Registration<T> {
         }
     }
 }
+
+/// Declares one xdcc congestion-control module: its tunables (module
+/// defaults: 10 Gbit/s, 100 µs intra-DC and 10 ms inter-DC base RTTs, 1500-byte
+/// MTU; the `net_*` sysctls re-derive them), its [`KernelCc`] and its
+/// [`Registration`].
+macro_rules! xdcc_cc_module {
+    (name: $name:tt, module: $module:ident, algo: $algo:ident :: $state:ident,
+     extra: $extra:ty, description: $desc:tt $(,)?) => {
+        kernel::prelude::module! {
+            type: $module,
+            name: $name,
+            author: "xdcc developers",
+            description: $desc,
+            license: "GPL",
+        }
+
+        static PARAMS: glue::ParamCell<algo::$algo::Params> =
+            glue::ParamCell::new(algo::$algo::Params::from_net(&algo::NetConfig {
+                link_rate_bps: 10_000_000_000,
+                intra_rtt_ns: 100_000,
+                inter_rtt_ns: 10_000_000,
+                mtu: 1500,
+            }));
+
+        struct Cc;
+
+        impl glue::KernelCc for Cc {
+            type Algo = algo::$algo::$state;
+            type Params = algo::$algo::Params;
+            type Extra = $extra;
+            const NAME: &'static kernel::str::CStr = kernel::c_str!(stringify!($algo));
+            const SYSCTL_DIR: &'static kernel::str::CStr = kernel::c_str!(concat!("net/xdcc/", stringify!($algo)));
+            fn params() -> &'static glue::ParamCell<Self::Params> {
+                &PARAMS
+            }
+        }
+
+        struct $module {
+            _reg: glue::Registration<Cc>,
+        }
+
+        impl kernel::Module for $module {
+            fn init(module: &'static kernel::ThisModule) -> kernel::error::Result<Self> {
+                let reg = glue::Registration::<Cc>::new(module)?;
+                kernel::pr_info!(concat!("registered congestion control \"", stringify!($algo), "\"\n"));
+                Ok(Self { _reg: reg })
+            }
+        }
+    };
+}

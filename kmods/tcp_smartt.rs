@@ -5,56 +5,20 @@
 //! The algorithm is `kmods/algo/src/smartt.rs`, unchanged; `glue.rs` maps the
 //! kernel callbacks onto it. Select with
 //! `sysctl net.ipv4.tcp_congestion_control=smartt`; tunables are under
-//! `/proc/sys/net/xdcc/smartt/` (see README.md for units and defaults).
-
-use kernel::prelude::*;
-use kernel::c_str;
+//! `/proc/sys/net/xdcc/smartt/` (README.md lists units and defaults).
 
 #[allow(dead_code, unused_imports, unreachable_pub, clippy::all)]
 #[path = "algo/src/lib.rs"]
 mod algo;
+#[macro_use]
 #[allow(dead_code, unreachable_pub)]
 #[path = "glue.rs"]
 mod glue;
 
-module! {
-    type: TcpSmartt,
+xdcc_cc_module! {
     name: "tcp_smartt",
-    author: "xdcc developers",
+    module: TcpSmartt,
+    algo: smartt::Smartt,
+    extra: glue::EcnReceiver,
     description: "SMaRTT / UEC NSCC congestion control (xdcc)",
-    license: "GPL",
-}
-
-/// Module defaults: a 10 Gbit/s network with 100 µs intra-DC and 10 ms
-/// inter-DC base RTTs and a 1500-byte MTU; `net_*` sysctls re-derive them.
-static PARAMS: glue::ParamCell<algo::smartt::Params> = glue::ParamCell::new(algo::smartt::Params::from_net(&algo::NetConfig {
-    link_rate_bps: 10_000_000_000,
-    intra_rtt_ns: 100_000,
-    inter_rtt_ns: 10_000_000,
-    mtu: 1500,
-}));
-
-struct Cc;
-
-impl glue::KernelCc for Cc {
-    type Algo = algo::smartt::Smartt;
-    type Params = algo::smartt::Params;
-    type Extra = glue::EcnReceiver;
-    const NAME: &'static kernel::str::CStr = c_str!("smartt");
-    const SYSCTL_DIR: &'static kernel::str::CStr = c_str!("net/xdcc/smartt");
-    fn params() -> &'static glue::ParamCell<Self::Params> {
-        &PARAMS
-    }
-}
-
-struct TcpSmartt {
-    _reg: glue::Registration<Cc>,
-}
-
-impl kernel::Module for TcpSmartt {
-    fn init(module: &'static ThisModule) -> Result<Self> {
-        let reg = glue::Registration::<Cc>::new(module)?;
-        pr_info!("registered congestion control \"smartt\"\n");
-        Ok(Self { _reg: reg })
-    }
 }

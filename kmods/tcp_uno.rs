@@ -5,56 +5,20 @@
 //! The algorithm is `kmods/algo/src/uno.rs`, unchanged; `glue.rs` maps the
 //! kernel callbacks onto it. Select with
 //! `sysctl net.ipv4.tcp_congestion_control=uno`; tunables are under
-//! `/proc/sys/net/xdcc/uno/` (see README.md for units and defaults).
-
-use kernel::prelude::*;
-use kernel::c_str;
+//! `/proc/sys/net/xdcc/uno/` (README.md lists units and defaults).
 
 #[allow(dead_code, unused_imports, unreachable_pub, clippy::all)]
 #[path = "algo/src/lib.rs"]
 mod algo;
+#[macro_use]
 #[allow(dead_code, unreachable_pub)]
 #[path = "glue.rs"]
 mod glue;
 
-module! {
-    type: TcpUno,
+xdcc_cc_module! {
     name: "tcp_uno",
-    author: "xdcc developers",
+    module: TcpUno,
+    algo: uno::Uno,
+    extra: glue::EcnReceiver,
     description: "UnoCC (Uno, SC'25) congestion control (xdcc)",
-    license: "GPL",
-}
-
-/// Module defaults: a 10 Gbit/s network with 100 µs intra-DC and 10 ms
-/// inter-DC base RTTs and a 1500-byte MTU; `net_*` sysctls re-derive them.
-static PARAMS: glue::ParamCell<algo::uno::Params> = glue::ParamCell::new(algo::uno::Params::from_net(&algo::NetConfig {
-    link_rate_bps: 10_000_000_000,
-    intra_rtt_ns: 100_000,
-    inter_rtt_ns: 10_000_000,
-    mtu: 1500,
-}));
-
-struct Cc;
-
-impl glue::KernelCc for Cc {
-    type Algo = algo::uno::Uno;
-    type Params = algo::uno::Params;
-    type Extra = glue::EcnReceiver;
-    const NAME: &'static kernel::str::CStr = c_str!("uno");
-    const SYSCTL_DIR: &'static kernel::str::CStr = c_str!("net/xdcc/uno");
-    fn params() -> &'static glue::ParamCell<Self::Params> {
-        &PARAMS
-    }
-}
-
-struct TcpUno {
-    _reg: glue::Registration<Cc>,
-}
-
-impl kernel::Module for TcpUno {
-    fn init(module: &'static ThisModule) -> Result<Self> {
-        let reg = glue::Registration::<Cc>::new(module)?;
-        pr_info!("registered congestion control \"uno\"\n");
-        Ok(Self { _reg: reg })
-    }
 }

@@ -39,10 +39,19 @@ for a in "$script" "$@"; do
     [[ $a =~ ^[A-Za-z0-9_./=:,+-]*$ ]] || { echo "run.sh: unsupported character in argument: $a" >&2; exit 2; }
 done
 
-if ! command -v qemu-system-x86_64 >/dev/null || ! [[ -x /bin/busybox ]]; then
-    echo "[vm] installing qemu and busybox" >&2
+# The guest uses the host's tools: qemu and busybox here, iproute2, kmod,
+# procps and python3 inside the guest.
+need=()
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+[[ -x /bin/busybox ]] || need+=(busybox-static)
+[[ -x /usr/sbin/tc && -x /usr/bin/ss ]] || need+=(iproute2)
+[[ -x /usr/sbin/insmod || -x /sbin/insmod ]] || need+=(kmod)
+[[ -x /usr/sbin/sysctl || -x /sbin/sysctl ]] || need+=(procps)
+[[ -x /usr/bin/python3 ]] || need+=(python3)
+if ((${#need[@]})); then
+    echo "[vm] installing ${need[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq qemu-system-x86 busybox-static >/dev/null
+    apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
 kdir=$("$root/testbed/kernel/build.sh" "${variant[@]}")

@@ -274,10 +274,7 @@ impl CongestionControl for Gemini {
                 }
             }
             Event::Rto => {
-                let cwnd = self.w.bytes();
-                self.w.prior_cwnd = cwnd;
-                self.w.ssthresh = core::cmp::max(cwnd / 2, p.mss.saturating_mul(2));
-                self.w.set(p.mss as u64, p.mss);
+                self.w.rto(p.mss);
                 self.round_start_ns = now;
             }
             Event::IdleRestart => {

@@ -363,10 +363,7 @@ impl CongestionControl for Uno {
                 }
             }
             Event::Rto => {
-                let cwnd = self.w.bytes();
-                self.w.prior_cwnd = cwnd;
-                self.w.ssthresh = core::cmp::max(cwnd / 2, p.mtu.saturating_mul(2));
-                self.w.set(p.mtu as u64, p.mtu);
+                self.w.rto(p.mtu);
                 self.epoch_end_ns = 0;
                 self.qa_end_ns = 0;
             }

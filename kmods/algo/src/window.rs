@@ -97,6 +97,15 @@ impl Window {
         self.cwnd_q16 = q;
     }
 
+    /// TCP's reaction to a retransmission timeout: one packet, slow start
+    /// back to half the old window (at least two packets).
+    pub fn rto(&mut self, mss: u32) {
+        let cwnd = self.bytes();
+        self.prior_cwnd = cwnd;
+        self.ssthresh = core::cmp::max(cwnd / 2, mss.saturating_mul(2));
+        self.set(mss as u64, mss);
+    }
+
     pub fn undo(&mut self) {
         if self.prior_cwnd > self.bytes() {
             self.cwnd_q16 = (self.prior_cwnd as u64) << SHIFT;
