@@ -43,6 +43,38 @@ fn net() -> impl Strategy<Value = NetConfig> {
     )
 }
 
+
+/// What one step does to a flow, at the clock `now` (advanced by the step).
+enum Action {
+    Ack(AckSample),
+    Event(Event),
+}
+
+fn action(step: &Step, now: &mut u64) -> Action {
+    match *step {
+        Step::Ack { dt, acked, marked, rtt, send_back, infl, app_limited } => {
+            *now = now.saturating_add(dt);
+            let sent = (*now as i128 - send_back as i128).clamp(0, u64::MAX as i128) as u64;
+            Action::Ack(AckSample {
+                now_ns: *now,
+                acked_bytes: acked,
+                marked_bytes: if marked { acked } else { 0 },
+                rtt_ns: rtt,
+                send_time_ns: sent,
+                inflight_at_send: infl,
+                inflight: infl / 2,
+                app_limited,
+            })
+        }
+        Step::Loss(b) => Action::Event(Event::Loss { bytes: b }),
+        Step::Rto => Action::Event(Event::Rto),
+        Step::Idle(d) => {
+            *now = now.saturating_add(d);
+            Action::Event(Event::IdleRestart)
+        }
+    }
+}
+
 /// Runs `steps` and checks the window bounds after every step; returns the
 /// final state and the outputs seen, for the determinism check.
 fn drive<C: CongestionControl + Clone + PartialEq + core::fmt::Debug>(
@@ -55,30 +87,9 @@ fn drive<C: CongestionControl + Clone + PartialEq + core::fmt::Debug>(
     let mut now = init.now_ns;
     let mut outs = Vec::with_capacity(steps.len());
     for s in steps {
-        match *s {
-            Step::Ack { dt, acked, marked, rtt, send_back, infl, app_limited } => {
-                now = now.saturating_add(dt);
-                let sent = (now as i128 - send_back as i128).clamp(0, u64::MAX as i128) as u64;
-                c.on_ack(
-                    p,
-                    &AckSample {
-                        now_ns: now,
-                        acked_bytes: acked,
-                        marked_bytes: if marked { acked } else { 0 },
-                        rtt_ns: rtt,
-                        send_time_ns: sent,
-                        inflight_at_send: infl,
-                        inflight: infl / 2,
-                        app_limited,
-                    },
-                );
-            }
-            Step::Loss(b) => c.on_event(p, Event::Loss { bytes: b }, now),
-            Step::Rto => c.on_event(p, Event::Rto, now),
-            Step::Idle(d) => {
-                now = now.saturating_add(d);
-                c.on_event(p, Event::IdleRestart, now)
-            }
+        match action(s, &mut now) {
+            Action::Ack(a) => c.on_ack(p, &a),
+            Action::Event(e) => c.on_event(p, e, now),
         }
         let w = c.cwnd();
         assert!(w >= min_cwnd, "cwnd {w} below the minimum {min_cwnd}");
@@ -182,35 +193,14 @@ where
     let mut b = a.clone();
     let mut now = 1_000_000_000u64;
     for s in steps {
-        match *s {
-            Step::Ack { dt, acked, marked, rtt, send_back, infl, app_limited } => {
-                now = now.saturating_add(dt);
-                let sent = (now as i128 - send_back as i128).clamp(0, u64::MAX as i128) as u64;
-                let sample = AckSample {
-                    now_ns: now,
-                    acked_bytes: acked,
-                    marked_bytes: if marked { acked } else { 0 },
-                    rtt_ns: rtt,
-                    send_time_ns: sent,
-                    inflight_at_send: infl,
-                    inflight: infl / 2,
-                    app_limited,
-                };
+        match action(s, &mut now) {
+            Action::Ack(sample) => {
                 a.on_ack(p, &sample);
                 full(&mut b, p, &sample);
             }
-            Step::Loss(x) => {
-                a.on_event(p, Event::Loss { bytes: x }, now);
-                b.on_event(p, Event::Loss { bytes: x }, now);
-            }
-            Step::Rto => {
-                a.on_event(p, Event::Rto, now);
-                b.on_event(p, Event::Rto, now);
-            }
-            Step::Idle(d) => {
-                now = now.saturating_add(d);
-                a.on_event(p, Event::IdleRestart, now);
-                b.on_event(p, Event::IdleRestart, now);
+            Action::Event(e) => {
+                a.on_event(p, e, now);
+                b.on_event(p, e, now);
             }
         }
         assert_eq!(a, b, "fast path diverged from the full logic");
