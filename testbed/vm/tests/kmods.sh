@@ -53,7 +53,7 @@ test_cc() {
     ip netns exec rcv $xfer serve 5002 >/dev/null &
     sleep 0.3
     local used
-    used=$(ip netns exec snd $xfer send 10.9.0.2 5002 100000 --cc "$cc" | awk '{print $3}')
+    used=$(ip netns exec snd $xfer send 10.9.2.2 5002 100000 --cc "$cc" | awk '{print $3}')
     wait
     check "$mod: setsockopt(TCP_CONGESTION) selects it for one socket" test "$used" = "$cc"
     net_down
@@ -82,8 +82,8 @@ test_cc() {
     local knob good badv effect_knob effect_val
     case $cc in
         uno) knob=qa_beta_q16; good=16384; badv=70000; effect_knob=init_bdp_q16; effect_val=0 ;;
-        gemini) knob=beta_q16; good=9830; badv=70000; effect_knob=init_cwnd_pkts; effect_val=2 ;;
-        smartt) knob=gamma_q16; good=32768; badv=70000; effect_knob=max_wnd_bdp_q16; effect_val=16384 ;;
+        gemini) knob=beta_q16; good=9830; badv=70000; effect_knob=t_ns; effect_val=500000 ;;
+        smartt) knob=gamma_q16; good=32768; badv=70000; effect_knob=max_wnd_bdp_q16; effect_val=32768 ;;
         oscar) knob=u_ai_q16; good=131; badv=0; effect_knob=rate_bytes_per_sec; effect_val=250000 ;;
     esac
     local before
@@ -102,7 +102,7 @@ test_cc() {
     # Effect of a tunable on behaviour, against the defaults measured above.
     local eb
     eb=$(cat "$d/$effect_knob")
-    echo "$effect_val" >"$d/$effect_knob"
+    check "$mod: set $effect_knob=$effect_val" bash -c "echo $effect_val > $d/$effect_knob"
     net_up fifo
     transfer "$cc" 2000000
     if [[ $cc == oscar ]]; then
@@ -121,13 +121,12 @@ test_cc() {
     # Pacing with marking (OSCAR): pacing rate set, below line rate when a
     # queue stands above the target (two flows on the bottleneck).
     if [[ $cc == oscar ]]; then
-        # A cubic flow keeps a standing queue far above OSCAR's target.
+        # A cubic flow joins and keeps a standing queue far above OSCAR's
+        # target (OSCAR starts first so that its base RTT is the real one).
         net_up fifo
         ip netns exec rcv $xfer serve 5004 >/dev/null &
-        sleep 0.3
-        ip netns exec snd $xfer send 10.9.0.2 5004 8000000 --cc cubic >/dev/null &
-        sleep 1.5
-        transfer "$cc" 1500000
+        (sleep 1; ip netns exec snd $xfer send 10.9.2.2 5004 8000000 --cc cubic >/dev/null) &
+        transfer "$cc" 6000000
         wait
         local p
         p=$(to_bps "$LAST_PACING")
@@ -140,7 +139,7 @@ test_cc() {
     net_up fifo
     ip netns exec rcv $xfer serve 5003 >/dev/null &
     sleep 0.3
-    ip netns exec snd $xfer send 10.9.0.2 5003 10000 --cc "$cc" --hold 3 >/dev/null &
+    ip netns exec snd $xfer send 10.9.2.2 5003 10000 --cc "$cc" --hold 3 >/dev/null &
     sleep 1.5
     if rmmod "$mod" 2>/dev/null; then bad "$mod: rmmod must be refused while a socket uses it"; insmod "$ko"; else ok "$mod: rmmod refused while a socket uses it"; fi
     wait

@@ -5,30 +5,41 @@ xfer="python3 $(dirname "${BASH_SOURCE[0]}")/xfer.py"
 RATE=20mbit
 RTT=4ms   # base RTT; BDP 10 kB (7 packets)
 
-# Two namespaces joined by a veth pair. Data leaves `snd` through an HTB rate
-# limit whose leaf is $1: "red" (ECN marking), "fifo" (no marking); the
-# ACKs get the base RTT as netem delay on the way back.
+# Three namespaces: snd -- rtr -- rcv. The router's port towards rcv is the
+# bottleneck: an HTB rate limit whose leaf is $1, "red" (RED with ECN
+# marking) or "fifo" (a byte FIFO, no marking). The base RTT is netem delay
+# on the router's port back towards snd. (The bottleneck must not be on the
+# sender's own interface: TCP Small Queues would then cap its queue at about
+# a millisecond of data and no marking threshold would ever be reached.)
 net_up() {
-    ip netns add snd && ip netns add rcv || return 1
-    ip link add vs netns snd type veth peer name vr netns rcv
-    ip -n snd addr add 10.9.0.1/24 dev vs
-    ip -n rcv addr add 10.9.0.2/24 dev vr
-    for n in snd rcv; do ip -n $n link set lo up; done
+    ip netns add snd && ip netns add rtr && ip netns add rcv || return 1
+    ip link add vs netns snd type veth peer name rs netns rtr
+    ip link add rr netns rtr type veth peer name vr netns rcv
+    ip -n snd addr add 10.9.1.1/24 dev vs
+    ip -n rtr addr add 10.9.1.254/24 dev rs
+    ip -n rtr addr add 10.9.2.254/24 dev rr
+    ip -n rcv addr add 10.9.2.2/24 dev vr
+    for n in snd rtr rcv; do ip -n $n link set lo up; done
     ip -n snd link set vs up
+    ip -n rtr link set rs up
+    ip -n rtr link set rr up
     ip -n rcv link set vr up
-    tc -n snd qdisc add dev vs root handle 1: htb default 1
-    tc -n snd class add dev vs parent 1: classid 1:1 htb rate $RATE ceil $RATE
+    ip -n snd route add default via 10.9.1.254
+    ip -n rcv route add default via 10.9.2.254
+    ip netns exec rtr sysctl -qw net.ipv4.ip_forward=1
+    tc -n rtr qdisc add dev rr root handle 1: htb default 1
+    tc -n rtr class add dev rr parent 1: classid 1:1 htb rate $RATE ceil $RATE
     case $1 in
-        red) tc -n snd qdisc add dev vs parent 1:1 handle 10: red limit 300000 min 6000 max 18000 \
-                avpkt 1500 burst 5 bandwidth $RATE probability 1.0 ecn ;;
-        fifo) tc -n snd qdisc add dev vs parent 1:1 handle 10: bfifo limit 300000 ;;
+        red) tc -n rtr qdisc add dev rr parent 1:1 handle 10: red limit 300000 min 3000 max 9000 \
+                avpkt 1500 burst 3 bandwidth $RATE probability 1.0 ecn ;;
+        fifo) tc -n rtr qdisc add dev rr parent 1:1 handle 10: bfifo limit 300000 ;;
     esac
-    # The whole base RTT as netem delay on the (uncongested) ACK path.
-    tc -n rcv qdisc add dev vr root netem delay $RTT limit 100000
+    tc -n rtr qdisc add dev rs root netem delay $RTT limit 100000
 }
 
 net_down() {
     ip netns del snd 2>/dev/null
+    ip netns del rtr 2>/dev/null
     ip netns del rcv 2>/dev/null
     true
 }
@@ -47,12 +58,12 @@ transfer() {
     ip netns exec rcv $xfer serve 5001 >"$out/rcv" &
     local srv=$!
     sleep 0.3
-    ip netns exec snd $xfer send 10.9.0.2 5001 "$bytes" >"$out/snd" &
+    ip netns exec snd $xfer send 10.9.2.2 5001 "$bytes" >"$out/snd" &
     local cli=$!
     : >"$out/ss"
     for _ in $(seq 1 40); do
         sleep 0.1
-        ip netns exec snd ss -tinH dst 10.9.0.2 >>"$out/ss" 2>/dev/null
+        ip netns exec snd ss -tinH dst 10.9.2.2 >>"$out/ss" 2>/dev/null
         kill -0 $cli 2>/dev/null || break
     done
     wait $cli
@@ -93,15 +104,14 @@ to_bps() { # 95.3Mbps -> 95300000
 # Configure an xdcc CC for the test network (what an operator does on real
 # servers): link rate and base RTTs, from which every tunable is re-derived,
 # then per-CC adaptations to this emulated network (XDCC_EXTRA_TUNABLES,
-# "cc.name=value ..."). The defaults below adapt UnoCC to a 100 Mbit/s link
-# in a TCG guest: its AI of 0.1 % BDP per RTT is designed for 100 Gbit/s
-# (here it would add 50 bytes per RTT), and the guest's scheduling noise
-# doubles RTTs without any queue, which QuickAdapt over one base RTT reads
-# as extreme congestion.
-# OSCAR and SMaRTT get a target queueing delay above that noise (8 ms): with
-# the default (half the base RTT) they read the guest's delay as a standing
-# queue they cannot drain and back off to a few packets.
-XDCC_EXTRA_TUNABLES=${XDCC_EXTRA_TUNABLES-"uno.ai_bdp_ppm=50000 uno.qa_period_q16=196608 oscar.target_qdelay_ns=8000000 smartt.target_qdelay_ns=8000000 smartt.qa_qdelay_ns=8000000"}
+# "cc.name=value ..."): UnoCC's AI of 0.1 % BDP per RTT is designed for
+# 100 Gbit/s links (here, 7 packets of BDP, it would add 10 bytes per RTT),
+# and the guest's RTT noise (1.5x the base RTT without any queue) reads as
+# extreme congestion to a QuickAdapt period of one base RTT; the same noise
+# sits at OSCAR's default target (2 ms above base here), so it gets 4 ms;
+# SMaRTT's window cap of 1.5 BDP would keep this small-BDP link from ever
+# queueing enough to show its ECN reaction.
+XDCC_EXTRA_TUNABLES=${XDCC_EXTRA_TUNABLES-"uno.ai_bdp_ppm=50000 uno.qa_period_q16=196608 oscar.target_qdelay_ns=4000000 smartt.max_wnd_bdp_q16=262144"}
 configure_cc() {
     local d=/proc/sys/net/xdcc/$1
     [[ -d $d ]] || return 0
