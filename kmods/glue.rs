@@ -178,9 +178,8 @@ impl<P: Tunables> ParamCell<P> {
         let r = match f(&mut next) {
             Ok(()) => {
                 let i = self.active.load(Ordering::Relaxed) & 1;
-                // SAFETY: slot `1 - i` is inactive and no reader holds it: the
-                // previous writer waited for a grace period after flipping
-                // away from it.
+                // SAFETY: slot `1 - i` is inactive and no reader holds it
+                // (the previous writer waited a grace period after leaving it).
                 unsafe { *self.slots[1 - i].get() = next };
                 self.active.store(1 - i, Ordering::Release);
                 // SAFETY: plain kernel call; we are in process context
