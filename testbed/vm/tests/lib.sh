@@ -61,10 +61,17 @@ transfer() {
     ip netns exec snd $xfer send 10.9.2.2 5001 "$bytes" >"$out/snd" &
     local cli=$!
     : >"$out/ss"
-    for _ in $(seq 1 40); do
+    # Sample `ss` from the moment the connection exists until the sender
+    # exits (a slow guest, e.g. the KASAN kernel, may take seconds to start).
+    for _ in $(seq 1 200); do
+        ip netns exec snd ss -tnH state established dst 10.9.2.2 | grep -q . && break
+        kill -0 $cli 2>/dev/null || break
         sleep 0.1
+    done
+    for _ in $(seq 1 3000); do
         ip netns exec snd ss -tinH dst 10.9.2.2 >>"$out/ss" 2>/dev/null
         kill -0 $cli 2>/dev/null || break
+        sleep 0.1
     done
     wait $cli
     wait $srv
