@@ -8,11 +8,20 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 host /mnt/host || echo "XDCC-EXIT 97"
 h=/mnt/host
+root=$(sed -n 's/.*xdcc_root=\([^ ]*\).*/\1/p' /proc/cmdline)
+# Keep the repository visible even if it lives under /tmp or /run, which
+# get fresh tmpfs mounts below.
+mkdir -p /repo
+[ -n "$root" ] && mount --bind $h$root /repo
 mount -t proc proc $h/proc
 mount -t sysfs sys $h/sys
 mount -t devtmpfs dev $h/dev
 mount -t tmpfs tmp $h/tmp
 mount -t tmpfs run $h/run
+if [ -n "$root" ] && [ ! -d $h$root/testbed ]; then
+    mkdir -p $h$root
+    mount --bind /repo $h$root
+fi
 mkdir -p $h/run/netns
 [ -d $h/sys/fs/bpf ] && mount -t bpf bpf $h/sys/fs/bpf 2>/dev/null
 script=$(sed -n 's/.*xdcc_script=\([^ ]*\).*/\1/p' /proc/cmdline)

@@ -35,7 +35,7 @@ done
 script=$1; shift
 [[ $script == /* ]] || script="$root/$script"
 [[ -f $script ]] || { echo "run.sh: no such script: $script" >&2; exit 2; }
-for a in "$script" "$@"; do
+for a in "$root" "$script" "$@"; do
     [[ $a =~ ^[A-Za-z0-9_./=:,+-]*$ ]] || { echo "run.sh: unsupported character in argument: $a" >&2; exit 2; }
 done
 
@@ -71,7 +71,7 @@ if [[ ! -f $initrd ]]; then
     rm -rf "$tmp"
 fi
 
-cmdline="console=ttyS0 panic=-1 loglevel=7 tsc=reliable xdcc_script=$script"
+cmdline="console=ttyS0 panic=-1 loglevel=7 tsc=reliable xdcc_root=$root xdcc_script=$script"
 if (($#)); then
     args=$(IFS=,; echo "$*")
     cmdline+=" xdcc_args=$args"
