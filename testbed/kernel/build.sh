@@ -136,17 +136,21 @@ build_kernel() {
     log "kernel built: $build/arch/x86/boot/bzImage"
 }
 
-# Modules are rebuilt when the kernel build or any module source changed.
+# Modules are rebuilt when the kernel they were built for or any module
+# source changed. The objects live in kmods/ (one set for all kernels), so
+# the stamp there names the kernel build they match.
 build_modules() {
     local build=$1
     [[ -f $root/Kbuild ]] || return 0
-    local stamp="$build/.xdcc-modules" mkey
-    mkey=$( { cat "$build/.xdcc-complete" 2>/dev/null; echo "$build"; find "$root/Kbuild" "$root/kmods" -type f \( -name '*.rs' -o -name 'Kbuild' -o -name '*.c' \) -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)
-    if [[ -f $stamp && $(cat "$stamp") == "$mkey" ]]; then
+    local stamp="$root/kmods/.xdcc-built-for" mkey
+    mkey=$( { echo "$build"; cat "$build/.xdcc-complete" 2>/dev/null; find "$root/Kbuild" "$root/kmods" -type f \( -name '*.rs' -o -name 'Kbuild' -o -name '*.c' \) -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)
+    if [[ -f $stamp && $(cat "$stamp") == "$mkey" ]] && ls "$root"/kmods/*.ko >/dev/null 2>&1; then
         log "modules: up to date"
         return
     fi
     log "modules: building"
+    # Objects from another kernel must not be reused.
+    make -s -C "$build" M="$root" $(make_vars) clean >/dev/null 2>&1 || true
     # shellcheck disable=SC2046
     LIBCLANG_PATH=/usr/lib/llvm-19/lib make -s -C "$build" M="$root" $(make_vars) -j"$(nproc)" modules >&2
     echo "$mkey" >"$stamp"
