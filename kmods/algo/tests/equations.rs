@@ -9,8 +9,20 @@ const NET_10G: NetConfig =
     NetConfig { link_rate_bps: 10_000_000_000, intra_rtt_ns: 200_000, inter_rtt_ns: 1_600_000, mtu: 1500 };
 const T0: u64 = 1_000_000_000;
 
-fn q16(x: u32) -> f64 {
-    x as f64 / ONE as f64
+/// A Q16 value in parts per million (integer: these tests, like the crate,
+/// use no floating point).
+fn ppm(x_q16: i64) -> i64 {
+    (x_q16 * 1_000_000 + ONE as i64 / 2).div_euclid(ONE as i64)
+}
+
+/// `a / b` in parts per million, rounded.
+fn ratio_ppm(a: u64, b: u64) -> i64 {
+    ((a as u128 * 1_000_000 + b as u128 / 2) / b as u128) as i64
+}
+
+/// |got − want| ≤ tol, all in ppm.
+fn near(got: i64, want: i64, tol: i64) -> bool {
+    (got - want).abs() <= tol
 }
 
 /// An unmarked (or marked) ACK of one MTU with RTT `rtt` for a packet sent at
@@ -38,8 +50,8 @@ fn gemini_f_is_one_half_when_k_is_a_seventh_of_the_bdp() {
         p.rate_bytes_per_sec = rate / 8;
         let bdp = rate / 8 * rtt as u64 / 1_000_000_000;
         p.k_bytes = (bdp / 7) as u32;
-        let f = q16(p.scale_factor_q16(rtt));
-        assert!((f - 0.5).abs() < 0.001, "F = {f} at {rate} bit/s, {rtt} ns");
+        let f = ppm(p.scale_factor_q16(rtt) as i64);
+        assert!(near(f, 500_000, 1_000), "F = {f} ppm at {rate} bit/s, {rtt} ns");
     }
 }
 
@@ -49,9 +61,9 @@ fn gemini_f_shrinks_with_rtt_and_default_k_is_50_packets_per_gbps() {
     assert_eq!(p.k_bytes, 50 * 1500);
     assert_eq!(gemini::Params::from_net(&NET_10G).k_bytes, 500 * 1500);
     // F = 4K/(C·RTT + K): 4·75000/(25000 + 75000) = 3 at 200 µs, smaller at 10 ms.
-    assert!((q16(p.scale_factor_q16(200_000)) - 3.0).abs() < 0.001);
-    let f_wan = q16(p.scale_factor_q16(10_000_000));
-    assert!((f_wan - 300_000.0 / (1_250_000.0 + 75_000.0)).abs() < 0.001, "{f_wan}");
+    assert!(near(ppm(p.scale_factor_q16(200_000) as i64), 3_000_000, 1_000));
+    let f_wan = ppm(p.scale_factor_q16(10_000_000) as i64);
+    assert!(near(f_wan, ratio_ppm(300_000, 1_250_000 + 75_000), 1_000), "{f_wan}");
 }
 
 #[test]
@@ -59,9 +71,9 @@ fn gemini_h_is_about_one_mss_at_1gbps_8ms_and_is_clamped() {
     // §III-C: H = 1.2e-7 "leads to h = 1 when C = 1 Gbps and RTT = 8 ms"
     // (exactly 0.96), clamped to [0.1, 5] MSS per RTT.
     let p = gemini::Params::from_net(&NET_1G);
-    assert!((q16(p.h_q16(8_000_000)) - 0.96).abs() < 0.001);
-    assert!((q16(p.h_q16(200_000)) - 0.1).abs() < 0.001, "clamped up");
-    assert!((q16(p.h_q16(100_000_000)) - 5.0).abs() < 0.001, "clamped down");
+    assert!(near(ppm(p.h_q16(8_000_000) as i64), 960_000, 1_000));
+    assert!(near(ppm(p.h_q16(200_000) as i64), 100_000, 1_000), "clamped up");
+    assert!(near(ppm(p.h_q16(100_000_000) as i64), 5_000_000, 1_000), "clamped down");
 }
 
 #[test]
@@ -87,8 +99,8 @@ fn gemini_cuts_by_beta_on_wan_delay_and_at_most_once_per_rtt() {
         g.on_ack(&p, &ack(now, now - slow as u64, slow, false));
         if g.cwnd() < last {
             cuts += 1;
-            let ratio = g.cwnd() as f64 / last as f64;
-            assert!((ratio - 0.8).abs() < 0.01, "WAN cut must be β = 0.2, got ratio {ratio}");
+            let ratio = ratio_ppm(g.cwnd() as u64, last as u64);
+            assert!(near(ratio, 800_000, 10_000), "WAN cut must be β = 0.2, got ratio {ratio} ppm");
         }
         last = g.cwnd();
     }
@@ -108,11 +120,11 @@ fn uno_md_factor_is_e_times_4k_over_k_plus_bdp() {
     let p = uno::Params::from_net(&NET_10G);
     // K = intra BDP / 7 → 4K/(K + BDP_intra) = 4/8 = 1/2.
     assert_eq!(p.k_bytes as u64, NET_10G.intra_bdp() / 7);
-    assert!((q16(p.md_factor_q16(NET_10G.intra_bdp())) - 0.5).abs() < 0.001);
+    assert!(near(ppm(p.md_factor_q16(NET_10G.intra_bdp()) as i64), 500_000, 1_000));
     // Inter-DC flows (8x BDP) react far more gently.
-    let inter = q16(p.md_factor_q16(NET_10G.inter_bdp()));
-    let k = p.k_bytes as f64;
-    assert!((inter - 4.0 * k / (k + NET_10G.inter_bdp() as f64)).abs() < 0.001);
+    let inter = ppm(p.md_factor_q16(NET_10G.inter_bdp()) as i64);
+    let k = p.k_bytes as u64;
+    assert!(near(inter, ratio_ppm(4 * k, k + NET_10G.inter_bdp()), 1_000));
 }
 
 /// Runs one fully marked epoch at `rtt` and returns (cwnd before, after).
@@ -142,8 +154,9 @@ fn uno_physical_congestion_cuts_by_e_times_md_ecn() {
     // ACK and 11 marked ones: fraction 11/12, E = 0.65 × 11/12 after one
     // epoch (gain 0.65), MD_ECN = E × 1/2, MD_scale = 1.
     let (b, a) = uno_one_marked_epoch(&p, 400_000);
-    let cut = 1.0 - a as f64 / b as f64;
-    assert!((cut - 0.65 * 11.0 / 12.0 * 0.5).abs() < 0.002, "cut {cut}");
+    let cut = 1_000_000 - ratio_ppm(a as u64, b as u64);
+    // 0.65 × 11/12 × 0.5 = 0.297917
+    assert!(near(cut, 297_917, 2_000), "cut {cut} ppm");
 }
 
 #[test]
@@ -151,8 +164,9 @@ fn uno_phantom_only_congestion_is_gentle() {
     let p = uno::Params::from_net(&NET_10G);
     // RTT at base: marks came from phantom queues only: MD_scale = 0.3.
     let (b, a) = uno_one_marked_epoch(&p, 200_000);
-    let cut = 1.0 - a as f64 / b as f64;
-    assert!((cut - 0.65 * 11.0 / 12.0 * 0.5 * 0.3).abs() < 0.002, "cut {cut}");
+    let cut = 1_000_000 - ratio_ppm(a as u64, b as u64);
+    // 0.65 × 11/12 × 0.5 × 0.3 = 0.089375
+    assert!(near(cut, 89_375, 2_000), "cut {cut} ppm");
 }
 
 #[test]
@@ -236,8 +250,8 @@ fn oscar_estimator_negative_and_steep_slopes() {
                 break;
             }
         }
-        let g = out.expect("estimate").gradient_q16 as f64 / ONE as f64;
-        assert!((g - num as f64 / den as f64).abs() < 1e-4, "{num}/{den}: {g}");
+        let g = ppm(out.expect("estimate").gradient_q16 as i64);
+        assert!(near(g, num * 1_000_000 / den, 100), "{num}/{den}: {g} ppm");
     }
 }
 
@@ -298,8 +312,8 @@ fn oscar_one_step_to_a_tenth_under_tenfold_overload() {
         }
     }
     assert!(updated);
-    let u = q16(o.u_q16());
-    assert!((u - 0.101).abs() < 0.005, "u = {u}, expected 1/10 + U_AI");
+    let u = ppm(o.u_q16() as i64);
+    assert!(near(u, 101_000, 5_000), "u = {u} ppm, expected 1/10 + U_AI");
 }
 
 // --------------------------------------------------------------- SMaRTT --
@@ -329,13 +343,13 @@ fn smartt_md_follows_equation_one() {
     p.qa_beta_q16 = 0;
     let base = 100_000u32;
     let mut s = smartt::Smartt::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: base });
-    let trtt = base as f64 + p.target_qdelay_ns as f64; // 200 µs
+    let trtt = base as u64 + p.target_qdelay_ns as u64; // 200 µs
     let rtt = 250_000u32;
     let before = s.cwnd();
     s.on_ack(&p, &ack(T0 + 1, T0 - 1000, rtt, true));
-    let expect = 1.0 - 0.8 * (rtt as f64 - trtt) / rtt as f64; // 0.84
-    let got = s.cwnd() as f64 / before as f64;
-    assert!((got - expect).abs() < 0.002, "got {got}, eq. 1 gives {expect}");
+    let expect = 1_000_000 - ratio_ppm(8 * (rtt as u64 - trtt), 10 * rtt as u64); // 0.84
+    let got = ratio_ppm(s.cwnd() as u64, before as u64);
+    assert!(near(got, expect, 2_000), "got {got} ppm, eq. 1 gives {expect}");
 }
 
 #[test]
