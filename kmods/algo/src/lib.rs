@@ -56,6 +56,24 @@ macro_rules! tunables {
                 }
             }
 
+            /// Sets a tunable by name without validating the whole set:
+            /// for loading a consistent set one value at a time (e.g. the
+            /// values read back from a module's sysctls) before `set`.
+            pub fn set_unchecked(&mut self, name: &str, value: u64) -> Result<(), super::ParamError> {
+                match name {
+                    $(stringify!($field) => {
+                        self.$field = <$t>::try_from(value).map_err(|_| super::ParamError {
+                            name: stringify!($field),
+                            value,
+                            reason: "does not fit the field",
+                            range: Some((0, <$t>::MAX as u64)),
+                        })?;
+                        Ok(())
+                    })*
+                    _ => Err(super::ParamError { name: "(unknown)", value, reason: "unknown parameter name", range: None }),
+                }
+            }
+
             /// Sets a tunable by name; on any error nothing changes.
             #[allow(clippy::should_implement_trait)]
             pub fn set(&mut self, name: &str, value: u64) -> Result<(), super::ParamError> {
@@ -92,6 +110,9 @@ macro_rules! tunables {
             }
             fn set(&mut self, name: &str, value: u64) -> Result<(), super::ParamError> {
                 <$ty>::set(self, name, value)
+            }
+            fn set_unchecked(&mut self, name: &str, value: u64) -> Result<(), super::ParamError> {
+                <$ty>::set_unchecked(self, name, value)
             }
             fn from_net(n: &super::NetConfig) -> Self {
                 <$ty>::from_net(n)
@@ -207,6 +228,9 @@ pub trait Tunables: Sized + Copy {
     fn get(&self, name: &str) -> Option<u64>;
     /// Sets a tunable by name after validating the whole set; on error nothing changes.
     fn set(&mut self, name: &str, value: u64) -> Result<(), ParamError>;
+    /// Sets a tunable by name without validating the whole set (to load a
+    /// set that is consistent as a whole one value at a time).
+    fn set_unchecked(&mut self, name: &str, value: u64) -> Result<(), ParamError>;
     /// The paper's defaults for a network.
     fn from_net(n: &NetConfig) -> Self;
 }

@@ -1,0 +1,285 @@
+//! The agent's configuration file (TOML) and the rerouter's settings.
+//!
+//! ```toml
+//! cgroup = "/sys/fs/cgroup"          # cgroup2 whose sockets are tracked
+//! interfaces = ["eth0"]              # TCX telemetry (+ flow labels) here
+//! socket = "/run/xdcc/agent.sock"    # root-only control socket
+//! metrics = "127.0.0.1:9877"         # Prometheus text; omit to disable
+//! retain_closed_secs = 300           # closed flows stay visible this long
+//! [reroute]
+//! enabled = true
+//! congested_ecn_pct = 50             # a round is congested at >= 50 % ECE
+//! congested_rounds = 3               # PLB's M
+//! lossy_rounds = 2                   # rounds with retransmissions
+//! on_rto = true
+//! paths = 8                          # path ids 0..paths
+//! min_interval_base_rtts = 1         # at most one move per base RTT
+//! healthy_window_ms = 1000
+//! spread_subflows = true
+//! ```
+//! Every error names the line of the offending key.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use xdcc_common::{Config as BpfConfig, PATHS};
+
+pub const DEFAULT_SOCKET: &str = "/run/xdcc/agent.sock";
+pub const DEFAULT_CGROUP: &str = "/sys/fs/cgroup";
+pub const DEFAULT_METRICS: &str = "127.0.0.1:9877";
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    pub cgroup: PathBuf,
+    pub interfaces: Vec<String>,
+    pub socket: PathBuf,
+    pub metrics: Option<String>,
+    pub retain_closed_secs: u64,
+    pub reroute: RerouteSettings,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            cgroup: DEFAULT_CGROUP.into(),
+            interfaces: Vec::new(),
+            socket: DEFAULT_SOCKET.into(),
+            metrics: None,
+            retain_closed_secs: 300,
+            reroute: RerouteSettings::default(),
+        }
+    }
+}
+
+/// The rerouter's tunables, by the names `xdcc reroute set` and the config
+/// file use.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RerouteSettings {
+    pub enabled: bool,
+    pub congested_ecn_pct: u32,
+    pub congested_rounds: u32,
+    pub lossy_rounds: u32,
+    pub on_rto: bool,
+    pub paths: u32,
+    pub min_interval_base_rtts: u32,
+    pub healthy_window_ms: u32,
+    pub spread_subflows: bool,
+}
+
+impl Default for RerouteSettings {
+    fn default() -> Self {
+        Self::from_bpf(&BpfConfig::DEFAULT)
+    }
+}
+
+/// (name, allowed range, meaning) of every reroute setting; booleans are 0..=1.
+pub const REROUTE_KEYS: &[(&str, u32, u32, &str)] = &[
+    ("enabled", 0, 1, "rewrite IPv6 flow labels and move flows between paths"),
+    ("congested_ecn_pct", 1, 100, "a round is congested when at least this % of its ACKs carry ECE"),
+    ("congested_rounds", 0, 1000, "move after this many consecutive congested rounds (0 = never)"),
+    ("lossy_rounds", 0, 1000, "move after this many consecutive rounds with retransmissions (0 = never)"),
+    ("on_rto", 0, 1, "move on a retransmission timeout"),
+    ("paths", 2, PATHS, "number of path ids"),
+    ("min_interval_base_rtts", 0, 1000, "at most one move per this many base RTTs"),
+    ("healthy_window_ms", 1, 3_600_000, "a path ending an uncongested round this recently is preferred"),
+    ("spread_subflows", 0, 1, "give each new connection to a peer the next path id"),
+];
+
+impl RerouteSettings {
+    pub fn from_bpf(c: &BpfConfig) -> Self {
+        RerouteSettings {
+            enabled: c.reroute_enabled != 0,
+            congested_ecn_pct: c.congested_ecn_ppm / 10_000,
+            congested_rounds: c.congested_rounds,
+            lossy_rounds: c.lossy_rounds,
+            on_rto: c.reroute_on_rto != 0,
+            paths: c.paths,
+            min_interval_base_rtts: c.min_interval_base_rtts,
+            healthy_window_ms: c.healthy_window_us / 1000,
+            spread_subflows: c.spread_subflows != 0,
+        }
+    }
+
+    pub fn to_bpf(&self) -> BpfConfig {
+        BpfConfig {
+            reroute_enabled: self.enabled as u32,
+            congested_ecn_ppm: self.congested_ecn_pct * 10_000,
+            congested_rounds: self.congested_rounds,
+            lossy_rounds: self.lossy_rounds,
+            reroute_on_rto: self.on_rto as u32,
+            paths: self.paths,
+            min_interval_base_rtts: self.min_interval_base_rtts,
+            healthy_window_us: self.healthy_window_ms.saturating_mul(1000),
+            spread_subflows: self.spread_subflows as u32,
+            label_salt: BpfConfig::DEFAULT.label_salt,
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<u32> {
+        Some(match name {
+            "enabled" => self.enabled as u32,
+            "congested_ecn_pct" => self.congested_ecn_pct,
+            "congested_rounds" => self.congested_rounds,
+            "lossy_rounds" => self.lossy_rounds,
+            "on_rto" => self.on_rto as u32,
+            "paths" => self.paths,
+            "min_interval_base_rtts" => self.min_interval_base_rtts,
+            "healthy_window_ms" => self.healthy_window_ms,
+            "spread_subflows" => self.spread_subflows as u32,
+            _ => return None,
+        })
+    }
+
+    /// Sets one value by name after checking name and range; on error
+    /// nothing changes.
+    pub fn set(&mut self, name: &str, value: u32) -> Result<()> {
+        let Some(&(_, lo, hi, _)) = REROUTE_KEYS.iter().find(|k| k.0 == name) else {
+            let known: Vec<_> = REROUTE_KEYS.iter().map(|k| k.0).collect();
+            bail!("unknown reroute setting `{name}` (known: {})", known.join(", "));
+        };
+        if value < lo || value > hi {
+            bail!("reroute setting {name} = {value} is out of range ({lo}..={hi})");
+        }
+        match name {
+            "enabled" => self.enabled = value != 0,
+            "congested_ecn_pct" => self.congested_ecn_pct = value,
+            "congested_rounds" => self.congested_rounds = value,
+            "lossy_rounds" => self.lossy_rounds = value,
+            "on_rto" => self.on_rto = value != 0,
+            "paths" => self.paths = value,
+            "min_interval_base_rtts" => self.min_interval_base_rtts = value,
+            "healthy_window_ms" => self.healthy_window_ms = value,
+            "spread_subflows" => self.spread_subflows = value != 0,
+            _ => unreachable!("every key in REROUTE_KEYS is handled"),
+        }
+        Ok(())
+    }
+
+    /// Range check of every value; the error names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        for &(name, lo, hi, _) in REROUTE_KEYS {
+            let v = self.get(name).expect("known key");
+            if v < lo || v > hi {
+                return Err(format!("reroute.{name} = {v} is out of range ({lo}..={hi})"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl AgentConfig {
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading config file {}", path.display()))?;
+        Self::parse(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))
+    }
+
+    /// Parses and validates; the error starts with the line number.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let cfg: AgentConfig = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
+            format!("{line}: {}", e.message())
+        })?;
+        let at = |section: Option<&str>, key: &str, msg: String| format!("{}: {msg}", key_line(text, section, key));
+        if let Err(msg) = cfg.reroute.validate() {
+            let key = msg.split(' ').next().unwrap_or("").trim_start_matches("reroute.").to_string();
+            return Err(at(Some("reroute"), &key, msg));
+        }
+        if !cfg.cgroup.is_absolute() {
+            return Err(at(None, "cgroup", format!("cgroup must be an absolute path, got {}", cfg.cgroup.display())));
+        }
+        if !cfg.socket.is_absolute() {
+            return Err(at(None, "socket", format!("socket must be an absolute path, got {}", cfg.socket.display())));
+        }
+        for i in &cfg.interfaces {
+            if i.is_empty() || i.len() > 15 || i.contains('/') || i.contains(char::is_whitespace) {
+                return Err(at(None, "interfaces", format!("`{i}` is not a valid interface name")));
+            }
+        }
+        if let Some(m) = &cfg.metrics {
+            m.parse::<std::net::SocketAddr>()
+                .map_err(|_| at(None, "metrics", format!("metrics = \"{m}\" is not an address:port")))?;
+        }
+        if cfg.retain_closed_secs > 86_400 {
+            return Err(at(None, "retain_closed_secs", "retain_closed_secs must be at most 86400".into()));
+        }
+        Ok(cfg)
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Line of `key = ...` (inside `[section]` if given), 1 if not found.
+fn key_line(text: &str, section: Option<&str>, key: &str) -> usize {
+    let mut current: Option<String> = None;
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            current = Some(l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+            continue;
+        }
+        let in_section = match section {
+            None => current.is_none(),
+            Some(s) => current.as_deref() == Some(s),
+        };
+        if in_section && l.split('=').next().map(str::trim) == Some(key) {
+            return i + 1;
+        }
+    }
+    1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_full_file() {
+        assert_eq!(AgentConfig::parse("").unwrap(), AgentConfig::default());
+        let c = AgentConfig::parse(
+            "cgroup = \"/sys/fs/cgroup/x\"\ninterfaces = [\"eth0\", \"eth1\"]\nmetrics = \"127.0.0.1:9100\"\n\
+             [reroute]\npaths = 4\ncongested_rounds = 5\non_rto = false\n",
+        )
+        .unwrap();
+        assert_eq!(c.interfaces, ["eth0", "eth1"]);
+        assert_eq!(c.reroute.paths, 4);
+        assert!(!c.reroute.on_rto);
+        let b = c.reroute.to_bpf();
+        assert_eq!((b.paths, b.congested_rounds, b.reroute_on_rto), (4, 5, 0));
+        assert_eq!(RerouteSettings::from_bpf(&b), c.reroute);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let cases = [
+            ("interfaces = [\"eth0\"]\n\n[reroute]\npaths = 40\n", "4: ", "paths"),
+            ("cgroup = \"/x\"\nbogus = 1\n", "2: ", "bogus"),
+            ("socket = \"/run/s\"\nmetrics = \"nowhere\"\n", "2: ", "metrics"),
+            ("[reroute]\nenabled = 3\n", "2: ", "boolean"),
+            ("\n\ncgroup = \"relative\"\n", "3: ", "absolute"),
+            ("interfaces = [\"a b\"]\n", "1: ", "interface"),
+            ("[reroute]\ncongested_ecn_pct = 0\n", "2: ", "congested_ecn_pct"),
+            ("x = [\n", "1: ", ""),
+        ];
+        for (text, line, word) in cases {
+            let e = AgentConfig::parse(text).unwrap_err();
+            assert!(e.starts_with(line), "{text:?}: {e}");
+            assert!(e.contains(word), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn reroute_set_rejects_and_changes_nothing() {
+        let mut r = RerouteSettings::default();
+        let before = r;
+        assert!(r.set("paths", 17).unwrap_err().to_string().contains("2..=16"));
+        assert!(r.set("nope", 1).unwrap_err().to_string().contains("known:"));
+        assert_eq!(r, before);
+        r.set("paths", 2).unwrap();
+        assert_eq!(r.paths, 2);
+    }
+}

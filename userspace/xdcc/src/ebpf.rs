@@ -1,0 +1,124 @@
+//! Loading and attaching the eBPF programs (`ebpf/programs`, embedded at
+//! build time) and reading their maps.
+
+use std::{fs::File, path::Path};
+
+use anyhow::{anyhow, bail, Context, Result};
+use aya::{
+    maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray},
+    programs::{links::CgroupAttachMode, SchedClassifier, SockOps, TcAttachType},
+    Ebpf, EbpfLoader,
+};
+use xdcc_common::{Config, Counters, FlowKey, FlowStats, PathHealth};
+
+/// The object built by build.rs from ebpf/programs.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdcc-ebpf.o"));
+
+pub fn load() -> Result<Ebpf> {
+    bump_memlock();
+    EbpfLoader::new().load(OBJECT).context("loading the xdcc eBPF object (are you root?)")
+}
+
+/// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK.
+fn bump_memlock() {
+    let _ = nix::sys::resource::setrlimit(
+        nix::sys::resource::Resource::RLIMIT_MEMLOCK,
+        nix::sys::resource::RLIM_INFINITY,
+        nix::sys::resource::RLIM_INFINITY,
+    );
+}
+
+/// Attaches the sock_ops program to a cgroup2 directory.
+pub fn attach_sockops(bpf: &mut Ebpf, cgroup: &Path) -> Result<()> {
+    let dir = File::open(cgroup).with_context(|| format!("opening cgroup {}", cgroup.display()))?;
+    if !is_cgroup2(cgroup) {
+        bail!("{} is not a cgroup2 directory (mount one with `mount -t cgroup2 none DIR`)", cgroup.display());
+    }
+    let prog: &mut SockOps = bpf.program_mut("xdcc_sockops").context("program xdcc_sockops")?.try_into()?;
+    prog.load().context("loading xdcc_sockops into the kernel")?;
+    prog.attach(dir, CgroupAttachMode::Single).with_context(|| format!("attaching sock_ops to {}", cgroup.display()))?;
+    Ok(())
+}
+
+fn is_cgroup2(p: &Path) -> bool {
+    nix::sys::statfs::statfs(p).map(|s| s.filesystem_type() == nix::sys::statfs::CGROUP2_SUPER_MAGIC).unwrap_or(false)
+}
+
+/// Loads a tc program (once) and attaches it to an interface's hook (TCX on
+/// Linux >= 6.6, so it coexists with other tc programs).
+pub fn attach_tc(bpf: &mut Ebpf, program: &str, iface: &str, hook: TcAttachType) -> Result<()> {
+    let prog: &mut SchedClassifier = bpf.program_mut(program).with_context(|| format!("program {program}"))?.try_into()?;
+    if prog.fd().is_err() {
+        prog.load().with_context(|| format!("loading {program} into the kernel"))?;
+    }
+    if hook == TcAttachType::Ingress || hook == TcAttachType::Egress {
+        // Only needed on kernels without TCX; harmless (EEXIST) otherwise.
+        let _ = aya::programs::tc::qdisc_add_clsact(iface);
+    }
+    prog.attach(iface, hook).with_context(|| format!("attaching {program} to {iface} ({hook:?})"))?;
+    Ok(())
+}
+
+pub fn flows_map(bpf: &mut Ebpf) -> Result<BpfHashMap<&mut MapData, FlowKey, FlowStats>> {
+    Ok(BpfHashMap::try_from(bpf.map_mut("FLOWS").ok_or_else(|| anyhow!("map FLOWS missing"))?)?)
+}
+
+pub fn read_flows(bpf: &mut Ebpf) -> Result<Vec<(FlowKey, FlowStats)>> {
+    let map = flows_map(bpf)?;
+    // entries can vanish (LRU) while iterating: skip those errors
+    Ok(map.iter().filter_map(|r| r.ok()).collect())
+}
+
+pub fn set_config(bpf: &mut Ebpf, cfg: &Config) -> Result<()> {
+    let mut a: Array<&mut MapData, Config> = Array::try_from(bpf.map_mut("CONFIG").context("map CONFIG")?)?;
+    a.set(0, *cfg, 0).context("writing the CONFIG map")?;
+    Ok(())
+}
+
+pub fn counters(bpf: &mut Ebpf) -> Result<Counters> {
+    let a: PerCpuArray<&mut MapData, Counters> =
+        PerCpuArray::try_from(bpf.map_mut("COUNTERS").context("map COUNTERS")?)?;
+    let per_cpu = a.get(&0, 0)?;
+    let mut sum = Counters::default();
+    for c in per_cpu.iter() {
+        sum.flows_opened += c.flows_opened;
+        sum.flows_closed += c.flows_closed;
+        sum.reroutes += c.reroutes;
+        sum.untracked_packets += c.untracked_packets;
+        sum.insert_failures += c.insert_failures;
+        sum.labels_rewritten += c.labels_rewritten;
+    }
+    Ok(sum)
+}
+
+pub fn path_health(bpf: &mut Ebpf) -> Result<Vec<([u8; 16], PathHealth)>> {
+    let m: BpfHashMap<&mut MapData, [u8; 16], PathHealth> =
+        BpfHashMap::try_from(bpf.map_mut("PATH_HEALTH").context("map PATH_HEALTH")?)?;
+    Ok(m.iter().filter_map(|r| r.ok()).collect())
+}
+
+/// CE marker: every Nth ECT packet; returns (ect packets seen, segments marked).
+pub fn mark_ce_set(bpf: &mut Ebpf, every: u64) -> Result<()> {
+    let mut a: Array<&mut MapData, u64> = Array::try_from(bpf.map_mut("MARK_CE").context("map MARK_CE")?)?;
+    a.set(0, every, 0)?;
+    Ok(())
+}
+
+pub fn mark_ce_counts(bpf: &mut Ebpf) -> Result<(u64, u64)> {
+    let a: Array<&mut MapData, u64> = Array::try_from(bpf.map_mut("MARK_CE").context("map MARK_CE")?)?;
+    Ok((a.get(&2, 0)?, a.get(&3, 0)?))
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`.
+pub fn ktime_ns() -> u64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap_or(nix::sys::time::TimeSpec::new(0, 0));
+    (t.tv_sec() as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec() as u64)
+}
+
+/// Asks sock_ops to move a flow at its next round or RTO.
+pub fn force_reroute(bpf: &mut Ebpf, key: &FlowKey) -> Result<()> {
+    let mut m: BpfHashMap<&mut MapData, FlowKey, u32> =
+        BpfHashMap::try_from(bpf.map_mut("FORCE").context("map FORCE")?)?;
+    m.insert(key, 1, 0).context("writing the FORCE map")?;
+    Ok(())
+}

@@ -1,0 +1,314 @@
+//! One row per TCP flow: the eBPF flow table joined with the kernel's
+//! tcp_info (sock_diag), as a human table or JSON.
+
+use std::{
+    collections::HashMap,
+    net::{IpAddr, Ipv6Addr, SocketAddr},
+};
+
+use serde::{Deserialize, Serialize};
+use xdcc_common::{path_label, FlowKey, FlowStats, RerouteReason};
+
+use crate::sockdiag::{canonical, TcpSocket};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FlowView {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub family: u8,
+    pub cc: String,
+    /// TCP state from sock_diag, or "closed" (kept by the agent after close).
+    pub state: String,
+    /// Where the row comes from: "ebpf+tcp_info", "ebpf" (socket gone or in
+    /// another namespace) or "tcp_info" (no agent, or the flow predates it).
+    pub source: String,
+    pub age_ms: u64,
+    // bytes and segments
+    pub bytes_sent: u64,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub segs_out: u64,
+    pub segs_in: u64,
+    // ECN
+    pub ect_out: u64,
+    pub ce_in: u64,
+    pub ece_in: u64,
+    pub ece_out: u64,
+    /// ECE fraction of the last round, percent.
+    pub ecn_round_pct: f64,
+    // RTT (µs)
+    pub rtt_min_us: u32,
+    pub rtt_srtt_us: u32,
+    pub rtt_last_us: u32,
+    pub rtt_p50_us: Option<u32>,
+    pub rtt_p99_us: Option<u32>,
+    pub rtt_samples: u32,
+    // window
+    pub cwnd: u32,
+    pub mss: u32,
+    pub retrans: u32,
+    pub pacing_rate_bps: u64,
+    // rerouting
+    pub path_id: Option<u32>,
+    pub flow_label: Option<u32>,
+    pub reroutes: u32,
+    pub last_reroute: String,
+}
+
+pub fn key_addrs(k: &FlowKey) -> (SocketAddr, SocketAddr) {
+    let ip = |a: [u8; 16]| -> IpAddr {
+        let v6 = Ipv6Addr::from(a);
+        match v6.to_ipv4_mapped() {
+            Some(v4) if k.family == 4 => IpAddr::V4(v4),
+            _ => IpAddr::V6(v6),
+        }
+    };
+    (SocketAddr::new(ip(k.local_addr), k.local_port), SocketAddr::new(ip(k.remote_addr), k.remote_port))
+}
+
+pub fn key_from_addrs(local: SocketAddr, remote: SocketAddr) -> FlowKey {
+    let bytes = |ip: IpAddr| match canonical(ip) {
+        IpAddr::V4(v4) => FlowKey::map_v4(v4.octets()),
+        IpAddr::V6(v6) => v6.octets(),
+    };
+    let family = if canonical(local.ip()).is_ipv4() { 4 } else { 6 };
+    FlowKey {
+        local_addr: bytes(local.ip()),
+        remote_addr: bytes(remote.ip()),
+        local_port: local.port(),
+        remote_port: remote.port(),
+        family,
+        _pad: 0,
+    }
+}
+
+/// A row from the eBPF entry (and the socket's tcp_info if it still exists).
+pub fn from_ebpf(key: &FlowKey, st: &FlowStats, sock: Option<&TcpSocket>, now_ns: u64, salt: u32) -> FlowView {
+    let (local, remote) = key_addrs(key);
+    let end = if st.closed_ns != 0 { st.closed_ns } else { now_ns };
+    let mut v = FlowView {
+        local,
+        remote,
+        family: key.family as u8,
+        cc: st.cc_name().to_string(),
+        state: if st.closed_ns != 0 { "closed".into() } else { "established".into() },
+        source: "ebpf".into(),
+        age_ms: end.saturating_sub(st.established_ns) / 1_000_000,
+        bytes_sent: st.bytes_out,
+        bytes_acked: st.bytes_acked,
+        bytes_received: st.bytes_received,
+        segs_out: st.segs_out,
+        segs_in: st.segs_in,
+        ect_out: st.ect_out,
+        ce_in: st.ce_in,
+        ece_in: st.ece_in,
+        ece_out: st.ece_out,
+        ecn_round_pct: st.round_ecn_ppm as f64 / 10_000.0,
+        rtt_min_us: st.min_rtt_us,
+        rtt_srtt_us: st.srtt_us,
+        rtt_last_us: st.last_rtt_us,
+        rtt_p50_us: st.rtt_quantile_us(500_000),
+        rtt_p99_us: st.rtt_quantile_us(990_000),
+        rtt_samples: st.rtt_samples,
+        cwnd: st.snd_cwnd,
+        mss: st.mss,
+        retrans: st.total_retrans,
+        pacing_rate_bps: 0,
+        path_id: (key.family == 6).then_some(st.path_id),
+        flow_label: (key.family == 6).then(|| path_label(st.path_id, salt)),
+        reroutes: st.reroutes,
+        last_reroute: RerouteReason::from_u32(st.last_reason).name().into(),
+    };
+    if let Some(s) = sock {
+        // live transport state is fresher than the per-round snapshot
+        v.source = "ebpf+tcp_info".into();
+        v.state = s.state.clone();
+        if !s.cc.is_empty() {
+            v.cc = s.cc.clone();
+        }
+        v.cwnd = s.cwnd;
+        v.mss = s.mss;
+        v.rtt_srtt_us = s.srtt_us;
+        v.rtt_min_us = s.min_rtt_us;
+        v.bytes_acked = s.bytes_acked;
+        v.bytes_received = s.bytes_received;
+        v.bytes_sent = s.bytes_sent;
+        v.retrans = s.total_retrans;
+        v.pacing_rate_bps = s.pacing_rate.saturating_mul(8);
+    }
+    v
+}
+
+/// A row from tcp_info alone.
+pub fn from_socket(s: &TcpSocket) -> FlowView {
+    FlowView {
+        local: SocketAddr::new(canonical(s.local.ip()), s.local.port()),
+        remote: SocketAddr::new(canonical(s.remote.ip()), s.remote.port()),
+        family: if canonical(s.local.ip()).is_ipv4() { 4 } else { 6 },
+        cc: s.cc.clone(),
+        state: s.state.clone(),
+        source: "tcp_info".into(),
+        bytes_sent: s.bytes_sent,
+        bytes_acked: s.bytes_acked,
+        bytes_received: s.bytes_received,
+        ce_in: s.delivered_ce as u64,
+        rtt_min_us: s.min_rtt_us,
+        rtt_srtt_us: s.srtt_us,
+        cwnd: s.cwnd,
+        mss: s.mss,
+        retrans: s.total_retrans,
+        pacing_rate_bps: s.pacing_rate.saturating_mul(8),
+        last_reroute: "-".into(),
+        age_ms: 0,
+        segs_out: 0,
+        segs_in: 0,
+        ect_out: 0,
+        ece_in: 0,
+        ece_out: 0,
+        ecn_round_pct: 0.0,
+        rtt_last_us: 0,
+        rtt_p50_us: None,
+        rtt_p99_us: None,
+        rtt_samples: 0,
+        path_id: None,
+        flow_label: None,
+        reroutes: 0,
+    }
+}
+
+/// Joins eBPF entries with sockets; sockets without an entry are added from
+/// tcp_info alone. Sorted by local then remote address.
+pub fn join(entries: &[(FlowKey, FlowStats)], sockets: &[TcpSocket], now_ns: u64, salt: u32) -> Vec<FlowView> {
+    let mut by_key: HashMap<FlowKey, &TcpSocket> =
+        sockets.iter().map(|s| (key_from_addrs(s.local, s.remote), s)).collect();
+    let mut rows: Vec<FlowView> = entries
+        .iter()
+        .map(|(k, st)| {
+            let sock = if st.closed_ns == 0 { by_key.remove(k) } else { None };
+            from_ebpf(k, st, sock, now_ns, salt)
+        })
+        .collect();
+    rows.extend(by_key.values().filter(|s| s.state != "time-wait").map(|s| from_socket(s)));
+    rows.sort_by(|a, b| (a.local, a.remote).cmp(&(b.local, b.remote)));
+    rows
+}
+
+fn human(n: u64) -> String {
+    const UNITS: [&str; 5] = ["", "K", "M", "G", "T"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < UNITS.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n}")
+    } else if v < 10.0 {
+        format!("{v:.1}{}", UNITS[u])
+    } else {
+        format!("{v:.0}{}", UNITS[u])
+    }
+}
+
+fn opt(v: Option<u32>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
+}
+
+/// The human table (`xdcc flows`).
+pub fn render_table(rows: &[FlowView]) -> String {
+    let header = [
+        "LOCAL", "REMOTE", "CC", "STATE", "SENT", "ACKED", "RCVD", "CE", "ECE", "ECN%", "RTT(us) min/srtt/p99", "CWND",
+        "RETX", "PATH", "RR",
+    ];
+    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in rows {
+        cells.push(vec![
+            r.local.to_string(),
+            r.remote.to_string(),
+            if r.cc.is_empty() { "-".into() } else { r.cc.clone() },
+            r.state.clone(),
+            human(r.bytes_sent),
+            human(r.bytes_acked),
+            human(r.bytes_received),
+            human(r.ce_in),
+            human(r.ece_in),
+            format!("{:.1}", r.ecn_round_pct),
+            format!("{}/{}/{}", r.rtt_min_us, r.rtt_srtt_us, opt(r.rtt_p99_us)),
+            r.cwnd.to_string(),
+            r.retrans.to_string(),
+            opt(r.path_id),
+            r.reroutes.to_string(),
+        ]);
+    }
+    let widths: Vec<usize> =
+        (0..header.len()).map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for row in &cells {
+        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    if rows.is_empty() {
+        out.push_str("(no TCP flows)\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sock(local: &str, remote: &str) -> TcpSocket {
+        let mut s = TcpSocket::new(local.parse().unwrap(), remote.parse().unwrap(), "established");
+        s.cc = "cubic".into();
+        s.cwnd = 10;
+        s.bytes_acked = 1234;
+        s
+    }
+
+    #[test]
+    fn keys_round_trip_v4_v6_and_mapped() {
+        for (l, r) in [("10.0.0.1:5000", "10.0.0.2:80"), ("[fd00::1]:4000", "[fd00::2]:443")] {
+            let k = key_from_addrs(l.parse().unwrap(), r.parse().unwrap());
+            assert_eq!(key_addrs(&k), (l.parse().unwrap(), r.parse().unwrap()));
+        }
+        // a v4-mapped v6 socket keys like the IPv4 packets it sends
+        let k = key_from_addrs("[::ffff:10.0.0.1]:1".parse().unwrap(), "[::ffff:10.0.0.2]:2".parse().unwrap());
+        assert_eq!(k.family, 4);
+        assert_eq!(k.local_addr, FlowKey::map_v4([10, 0, 0, 1]));
+    }
+
+    #[test]
+    fn join_prefers_live_tcp_info_and_keeps_unknown_sockets() {
+        let s1 = sock("10.0.0.1:5000", "10.0.0.2:80");
+        let s2 = sock("10.0.0.1:5001", "10.0.0.2:80");
+        let mut st = FlowStats::zeroed();
+        st.ce_in = 7;
+        st.bytes_acked = 1; // stale per-round snapshot
+        st.cc[..3].copy_from_slice(b"uno");
+        let k = key_from_addrs(s1.local, s1.remote);
+        let rows = join(&[(k, st)], &[s1, s2], 0, 0);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].source, "ebpf+tcp_info");
+        assert_eq!(rows[0].ce_in, 7);
+        assert_eq!(rows[0].bytes_acked, 1234);
+        assert_eq!(rows[1].source, "tcp_info");
+        let table = render_table(&rows);
+        assert!(table.starts_with("LOCAL"));
+        assert!(table.contains("10.0.0.1:5001"));
+        let json = serde_json::to_string(&rows).unwrap();
+        let back: Vec<FlowView> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, rows);
+    }
+
+    #[test]
+    fn closed_flows_do_not_take_a_reused_socket() {
+        let s = sock("10.0.0.1:5000", "10.0.0.2:80");
+        let mut st = FlowStats::zeroed();
+        st.closed_ns = 5;
+        let k = key_from_addrs(s.local, s.remote);
+        let rows = join(&[(k, st)], &[s], 10, 0);
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().any(|r| r.state == "closed"));
+    }
+}

@@ -1,0 +1,343 @@
+//! The kernel side the CLI talks to directly: congestion-control selection
+//! (sysctl, optionally inside a network namespace), the xdcc kernel modules
+//! (finit_module / delete_module) and their tunables under
+//! /proc/sys/net/xdcc/<cc>/, validated with the algorithm crate's own
+//! `Params` before anything is written.
+
+use std::{
+    ffi::CString,
+    fs,
+    io::ErrorKind,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Serialize;
+use xdcc_algo::{gemini, oscar, smartt, uno, NetConfig, Tunables};
+
+const AVAILABLE: &str = "net/ipv4/tcp_available_congestion_control";
+const ALLOWED: &str = "net/ipv4/tcp_allowed_congestion_control";
+const DEFAULT_CC: &str = "net/ipv4/tcp_congestion_control";
+
+/// The xdcc congestion controls: sysctl directory name = CC name, module.
+pub const XDCC_CCS: &[(&str, &str)] =
+    &[("uno", "tcp_uno"), ("gemini", "tcp_gemini"), ("oscar", "tcp_oscar"), ("smartt", "tcp_smartt")];
+
+/// Root of the sysctl tree: /proc/sys, or $XDCC_SYSCTL_ROOT (tests point it
+/// at a scratch copy).
+pub fn sysctl_root() -> PathBuf {
+    std::env::var_os("XDCC_SYSCTL_ROOT").map(PathBuf::from).unwrap_or_else(|| "/proc/sys".into())
+}
+
+fn read_sysctl(rel: &str) -> Result<String> {
+    let p = sysctl_root().join(rel);
+    Ok(fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?.trim().to_string())
+}
+
+/// Runs `f` inside network namespace `netns` (a name under /run/netns or a
+/// path), on a separate thread so the caller's namespace is untouched.
+pub fn in_netns<T: Send + 'static>(netns: Option<&str>, f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    let Some(ns) = netns else { return f() };
+    let path = if ns.contains('/') { PathBuf::from(ns) } else { Path::new("/run/netns").join(ns) };
+    let file = fs::File::open(&path).map_err(|e| anyhow!("network namespace {ns}: {e} ({})", path.display()))?;
+    std::thread::spawn(move || {
+        nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
+            .map_err(|e| anyhow!("entering network namespace {}: {e}", path.display()))?;
+        f()
+    })
+    .join()
+    .map_err(|_| anyhow!("namespace thread panicked"))?
+}
+
+#[derive(Debug, Serialize)]
+pub struct CcList {
+    pub default: String,
+    pub available: Vec<String>,
+    pub allowed: Vec<String>,
+    /// xdcc CCs whose module is not loaded.
+    pub xdcc_not_loaded: Vec<String>,
+}
+
+pub fn cc_list(netns: Option<&str>) -> Result<CcList> {
+    in_netns(netns, || {
+        let available: Vec<String> = read_sysctl(AVAILABLE)?.split_whitespace().map(String::from).collect();
+        let allowed = read_sysctl(ALLOWED)?.split_whitespace().map(String::from).collect();
+        let xdcc_not_loaded =
+            XDCC_CCS.iter().filter(|(cc, _)| !available.iter().any(|a| a == cc)).map(|(cc, _)| cc.to_string()).collect();
+        Ok(CcList { default: read_sysctl(DEFAULT_CC)?, available, allowed, xdcc_not_loaded })
+    })
+}
+
+/// Sets the default CC for new sockets (of a namespace). Refuses names the
+/// kernel does not have, with the list and, for xdcc CCs, the module to load.
+pub fn cc_set(name: &str, netns: Option<&str>) -> Result<()> {
+    let name = name.to_string();
+    let ns = netns.map(String::from);
+    in_netns(netns, move || {
+        let available: Vec<String> = read_sysctl(AVAILABLE)?.split_whitespace().map(String::from).collect();
+        if !available.iter().any(|a| *a == name) {
+            let hint = XDCC_CCS
+                .iter()
+                .find(|(cc, _)| *cc == name)
+                .map(|(_, m)| format!("; load it first: xdcc module load {m}"))
+                .unwrap_or_default();
+            bail!("congestion control `{name}` is not available (available: {}){hint}", available.join(" "));
+        }
+        let p = sysctl_root().join(DEFAULT_CC);
+        fs::write(&p, &name).map_err(|e| match e.kind() {
+            ErrorKind::PermissionDenied => anyhow!(
+                "the kernel refused `{name}` as the default{}: it is not in tcp_allowed_congestion_control \
+                 (set it in the initial namespace first, or add it to net.ipv4.tcp_allowed_congestion_control)",
+                ns.as_deref().map(|n| format!(" of netns {n}")).unwrap_or_default()
+            ),
+            _ => anyhow!("writing {}: {e}", p.display()),
+        })
+    })
+}
+
+// ---------------------------------------------------------------- modules
+
+#[derive(Debug, Serialize)]
+pub struct ModuleInfo {
+    pub name: String,
+    pub cc: String,
+    pub loaded: bool,
+    /// Users (sockets or namespaces holding the CC) as /proc/modules counts them.
+    pub refcount: Option<u32>,
+    /// Where `module load` would find it.
+    pub file: Option<String>,
+}
+
+/// Where module files are looked for: $XDCC_MODULE_DIR, else `kmods/` next
+/// to the current directory.
+pub fn module_dir() -> PathBuf {
+    std::env::var_os("XDCC_MODULE_DIR").map(PathBuf::from).unwrap_or_else(|| "kmods".into())
+}
+
+fn loaded_modules() -> Vec<(String, u32)> {
+    fs::read_to_string("/proc/modules")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let name = f.next()?.to_string();
+            let _size = f.next();
+            let refs = f.next()?.parse().ok()?;
+            Some((name, refs))
+        })
+        .collect()
+}
+
+pub fn module_list() -> Vec<ModuleInfo> {
+    let loaded = loaded_modules();
+    XDCC_CCS
+        .iter()
+        .map(|(cc, m)| {
+            let l = loaded.iter().find(|(n, _)| n == m);
+            let file = module_dir().join(format!("{m}.ko"));
+            ModuleInfo {
+                name: m.to_string(),
+                cc: cc.to_string(),
+                loaded: l.is_some(),
+                refcount: l.map(|(_, r)| *r),
+                file: file.is_file().then(|| file.display().to_string()),
+            }
+        })
+        .collect()
+}
+
+/// Loads a module by name (`tcp_uno`, `uno`) from the module directory, or
+/// by path to a `.ko` file.
+pub fn module_load(what: &str) -> Result<String> {
+    let path = if what.ends_with(".ko") || what.contains('/') {
+        PathBuf::from(what)
+    } else {
+        let m = XDCC_CCS
+            .iter()
+            .find(|(cc, m)| *cc == what || *m == what)
+            .map(|(_, m)| *m)
+            .ok_or_else(|| anyhow!("unknown module `{what}` (xdcc modules: {})", module_names()))?;
+        module_dir().join(format!("{m}.ko"))
+    };
+    let file = fs::File::open(&path).map_err(|e| {
+        anyhow!("module file {}: {e} (build it with testbed/kernel/build.sh, or set XDCC_MODULE_DIR)", path.display())
+    })?;
+    let params = CString::new("").expect("no NUL");
+    nix::kmod::finit_module(&file, &params, nix::kmod::ModuleInitFlags::empty()).map_err(|e| match e {
+        nix::errno::Errno::EEXIST => anyhow!("{} is already loaded", path.display()),
+        nix::errno::Errno::ENOSYS => anyhow!("this kernel cannot load modules (CONFIG_MODULES is off)"),
+        nix::errno::Errno::EPERM => anyhow!("not permitted to load modules (root needed; or modules are disabled)"),
+        nix::errno::Errno::ENOEXEC => anyhow!("{} is not a module for this kernel", path.display()),
+        e => anyhow!("loading {}: {e}", path.display()),
+    })?;
+    Ok(path.display().to_string())
+}
+
+pub fn module_unload(what: &str) -> Result<()> {
+    let m = XDCC_CCS
+        .iter()
+        .find(|(cc, m)| *cc == what || *m == what)
+        .map(|(_, m)| *m)
+        .ok_or_else(|| anyhow!("unknown module `{what}` (xdcc modules: {})", module_names()))?;
+    let name = CString::new(m).expect("no NUL");
+    nix::kmod::delete_module(&name, nix::kmod::DeleteModuleFlags::O_NONBLOCK).map_err(|e| match e {
+        nix::errno::Errno::ENOENT => anyhow!("{m} is not loaded"),
+        nix::errno::Errno::EBUSY | nix::errno::Errno::EAGAIN => anyhow!(
+            "{m} is in use: a socket or a namespace's default congestion control still uses it \
+             (close the sockets and reset net.ipv4.tcp_congestion_control first)"
+        ),
+        nix::errno::Errno::ENOSYS => anyhow!("this kernel cannot unload modules"),
+        e => anyhow!("unloading {m}: {e}"),
+    })
+}
+
+fn module_names() -> String {
+    XDCC_CCS.iter().map(|(_, m)| *m).collect::<Vec<_>>().join(", ")
+}
+
+// ---------------------------------------------------------------- tunables
+
+/// The extra files every module has besides its `Params` (glue.rs).
+const NET_KNOBS: &[&str] = &["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu"];
+const PACING_KNOB: &str = "window_pacing_pct";
+
+fn cc_dir(cc: &str) -> Result<PathBuf> {
+    let Some((_, m)) = XDCC_CCS.iter().find(|(c, _)| *c == cc) else {
+        bail!("unknown congestion control `{cc}` (xdcc CCs with tunables: uno, gemini, oscar, smartt)");
+    };
+    let dir = sysctl_root().join("net/xdcc").join(cc);
+    if !dir.is_dir() {
+        bail!("{} does not exist: module {m} is not loaded (xdcc module load {m})", dir.display());
+    }
+    Ok(dir)
+}
+
+fn tunable_names(cc: &str) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = match cc {
+        "uno" => uno::Params::TUNABLES.to_vec(),
+        "gemini" => gemini::Params::TUNABLES.to_vec(),
+        "oscar" => oscar::Params::TUNABLES.to_vec(),
+        "smartt" => smartt::Params::TUNABLES.to_vec(),
+        _ => Vec::new(),
+    };
+    v.extend_from_slice(NET_KNOBS);
+    v.push(PACING_KNOB);
+    v
+}
+
+/// Every tunable of a loaded module with its current value.
+pub fn tunable_list(cc: &str) -> Result<Vec<(String, u64)>> {
+    let dir = cc_dir(cc)?;
+    tunable_names(cc)
+        .into_iter()
+        .map(|n| {
+            let p = dir.join(n);
+            let v = fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+            let v = v.trim().parse().with_context(|| format!("{}: not a number", p.display()))?;
+            Ok((n.to_string(), v))
+        })
+        .collect()
+}
+
+pub fn tunable_get(cc: &str, name: &str) -> Result<u64> {
+    let all = tunable_list(cc)?;
+    all.iter().find(|(n, _)| n == name).map(|(_, v)| *v).ok_or_else(|| unknown_tunable(cc, name))
+}
+
+fn unknown_tunable(cc: &str, name: &str) -> anyhow::Error {
+    anyhow!("`{name}` is not a tunable of {cc} (known: {})", tunable_names(cc).join(", "))
+}
+
+/// Checks a new value against the module's current set the way the module
+/// will (`Params::set` validates the whole set; `net_*` build a NetConfig).
+fn check<P: Tunables>(current: &[(String, u64)], name: &str, value: u64) -> Result<()> {
+    let get = |n: &str| current.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap_or(0);
+    if name == PACING_KNOB {
+        if value > 1000 {
+            bail!("{PACING_KNOB} = {value} is out of range (0..=1000 percent of cwnd/srtt)");
+        }
+        return Ok(());
+    }
+    if let Some(i) = NET_KNOBS.iter().position(|k| *k == name) {
+        let mut net = [get(NET_KNOBS[0]), get(NET_KNOBS[1]), get(NET_KNOBS[2]), get(NET_KNOBS[3])];
+        net[i] = value;
+        let to_u32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let cfg = NetConfig {
+            link_rate_bps: net[0].saturating_mul(1_000_000),
+            intra_rtt_ns: to_u32(net[1].saturating_mul(1000)),
+            inter_rtt_ns: to_u32(net[2].saturating_mul(1000)),
+            mtu: to_u32(net[3]),
+        };
+        return cfg.validate().map_err(|e| anyhow!("{name} = {value} rejected: {e}"));
+    }
+    let mut p = P::from_net(&NetConfig::GEMINI_TESTBED);
+    for (k, v) in current {
+        if P::TUNABLES.contains(&k.as_str()) {
+            // a copy of the module's set; unchecked because it is consistent
+            // as a whole, not after each single value
+            let _ = p.set_unchecked(k, *v);
+        }
+    }
+    p.set(name, value).map_err(|e| anyhow!("{e}"))
+}
+
+/// Validates, then writes. On a validation error nothing is written; if the
+/// kernel still refuses (EINVAL), its value is unchanged too.
+pub fn tunable_set(cc: &str, name: &str, value: &str) -> Result<u64> {
+    let value: u64 = value
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("`{value}` is not a non-negative integer (units are in the name: _ns, _bytes, _q16, ...)"))?;
+    let current = tunable_list(cc)?;
+    if !current.iter().any(|(n, _)| n == name) {
+        return Err(unknown_tunable(cc, name));
+    }
+    match cc {
+        "uno" => check::<uno::Params>(&current, name, value)?,
+        "gemini" => check::<gemini::Params>(&current, name, value)?,
+        "oscar" => check::<oscar::Params>(&current, name, value)?,
+        "smartt" => check::<smartt::Params>(&current, name, value)?,
+        _ => unreachable!("cc_dir accepted it"),
+    }
+    let p = cc_dir(cc)?.join(name);
+    fs::write(&p, value.to_string()).map_err(|e| match e.raw_os_error() {
+        Some(22) => anyhow!("the kernel rejected {cc}.{name} = {value} (EINVAL); nothing changed"),
+        _ => anyhow!("writing {}: {e}", p.display()),
+    })?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn current_uno() -> Vec<(String, u64)> {
+        let p = uno::Params::from_net(&NetConfig::GEMINI_TESTBED);
+        let mut v: Vec<(String, u64)> =
+            uno::Params::TUNABLES.iter().map(|n| (n.to_string(), p.get(n).unwrap())).collect();
+        v.extend([("net_link_rate_mbps", 1000), ("net_intra_rtt_us", 200), ("net_inter_rtt_us", 10000), ("net_mtu", 1500)]
+            .map(|(k, v)| (k.to_string(), v)));
+        v
+    }
+
+    #[test]
+    fn validation_matches_the_algorithm_crate() {
+        let cur = current_uno();
+        assert!(check::<uno::Params>(&cur, "k_bytes", 30_000).is_ok());
+        let e = check::<uno::Params>(&cur, "qa_beta_q16", 10_000_000).unwrap_err().to_string();
+        assert!(e.contains("qa_beta_q16"), "{e}");
+        assert!(check::<uno::Params>(&cur, "net_mtu", 10).unwrap_err().to_string().contains("mtu"));
+        assert!(check::<uno::Params>(&cur, "net_inter_rtt_us", 100).is_err(), "inter < intra");
+        assert!(check::<uno::Params>(&cur, "window_pacing_pct", 1001).is_err());
+        assert!(check::<uno::Params>(&cur, "window_pacing_pct", 120).is_ok());
+    }
+
+    #[test]
+    fn every_cc_lists_its_params_and_the_net_knobs() {
+        for (cc, _) in XDCC_CCS {
+            let names = tunable_names(cc);
+            assert!(names.contains(&"net_mtu") && names.contains(&"window_pacing_pct"));
+            assert!(names.len() > 6, "{cc}");
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! `xdcc`: the agent and command-line tool of xdcc.
+//!
+//! Talks to the agent (Unix socket) for flows, stats and rerouting, and
+//! directly to the kernel for congestion-control selection, the kernel
+//! modules and their tunables. Without an agent, `flows` shows tcp_info alone.
+
+mod agent;
+mod config;
+mod ebpf;
+mod flows;
+mod kernel;
+mod metrics;
+mod proto;
+mod sockdiag;
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use config::{AgentConfig, RerouteSettings, DEFAULT_METRICS, DEFAULT_SOCKET, REROUTE_KEYS};
+use flows::FlowView;
+use proto::Request;
+
+#[derive(Parser)]
+#[command(name = "xdcc", version, about = "xdcc: datacenter and cross-datacenter congestion controls for Linux")]
+struct Cli {
+    /// The agent's control socket.
+    #[arg(long, global = true, env = "XDCC_SOCKET", default_value = DEFAULT_SOCKET)]
+    socket: PathBuf,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the agent: load and attach the eBPF programs, serve the CLI.
+    Agent(AgentArgs),
+    /// List or select congestion controls (net.ipv4.tcp_congestion_control).
+    #[command(subcommand)]
+    Cc(CcCmd),
+    /// List, load or unload the xdcc kernel modules.
+    #[command(subcommand)]
+    Module(ModuleCmd),
+    /// Show or change a module's tunables (/proc/sys/net/xdcc/<cc>/).
+    #[command(subcommand)]
+    Tunable(TunableCmd),
+    /// Per-flow telemetry: bytes, ECN marks, RTT, window, path.
+    Flows {
+        #[arg(long)]
+        json: bool,
+        /// Refresh every SECS seconds (default 1) until interrupted.
+        #[arg(long, num_args = 0..=1, default_missing_value = "1", value_name = "SECS")]
+        watch: Option<f64>,
+        /// Include closed flows the agent still retains.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Agent counters, attachment points and path health.
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show, tune or force flow-label rerouting.
+    #[command(subcommand)]
+    Reroute(RerouteCmd),
+    /// Print the agent's Prometheus metrics.
+    Metrics,
+    /// Mark CE on every Nth ECT packet leaving an interface (a test/demo
+    /// router port); runs in the foreground and prints the counts at exit.
+    MarkCe {
+        #[arg(long)]
+        iface: String,
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        every: u64,
+        /// Stop after this many seconds (default: until SIGINT/SIGTERM).
+        #[arg(long)]
+        duration: Option<u64>,
+    },
+}
+
+#[derive(Args)]
+struct AgentArgs {
+    /// TOML configuration file (command-line options override it).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// cgroup2 directory whose sockets are tracked.
+    #[arg(long)]
+    cgroup: Option<PathBuf>,
+    /// Interface for packet telemetry and flow labels (repeatable).
+    #[arg(long = "iface")]
+    interfaces: Vec<String>,
+    /// Serve Prometheus metrics (default address 127.0.0.1:9877).
+    #[arg(long, num_args = 0..=1, default_missing_value = DEFAULT_METRICS, value_name = "ADDR")]
+    metrics: Option<String>,
+    /// Keep closed flows visible this long.
+    #[arg(long)]
+    retain_closed_secs: Option<u64>,
+    /// Start with rerouting off (telemetry only).
+    #[arg(long)]
+    no_reroute: bool,
+}
+
+#[derive(Subcommand)]
+enum CcCmd {
+    /// Available, allowed and default congestion controls.
+    List {
+        #[arg(long)]
+        netns: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make NAME the default for new sockets (of a network namespace).
+    Set {
+        name: String,
+        #[arg(long)]
+        netns: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ModuleCmd {
+    /// The xdcc modules, whether loaded, and their files ($XDCC_MODULE_DIR or ./kmods).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Load a module by name (tcp_uno or uno) or by path to a .ko file.
+    Load { module: String },
+    /// Unload a module (refused while a socket or namespace uses its CC).
+    Unload { module: String },
+}
+
+#[derive(Subcommand)]
+enum TunableCmd {
+    /// Every tunable of a CC with its value.
+    List {
+        cc: String,
+        #[arg(long)]
+        json: bool,
+    },
+    Get { cc: String, name: String },
+    /// Validated before writing: a bad name or value changes nothing.
+    Set { cc: String, name: String, value: String },
+}
+
+#[derive(Subcommand)]
+enum RerouteCmd {
+    /// Current settings.
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change one setting (see `reroute show` for names and ranges).
+    Set { name: String, value: String },
+    /// Move matching IPv6 flows to another path at their next round.
+    Force {
+        /// Local "addr" or "addr:port" (IPv6 as [addr]:port).
+        #[arg(long)]
+        local: Option<String>,
+        #[arg(long)]
+        remote: Option<String>,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let default_level = if matches!(cli.cmd, Cmd::Agent(_) | Cmd::MarkCe { .. }) { "info" } else { "warn" };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_level)).init();
+    if let Err(e) = run(cli) {
+        eprintln!("xdcc: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let sock = cli.socket.as_path();
+    match cli.cmd {
+        Cmd::Agent(a) => {
+            let mut cfg = match &a.config {
+                Some(p) => AgentConfig::load(p)?,
+                None => AgentConfig::default(),
+            };
+            cfg.socket = sock.to_path_buf();
+            if let Some(c) = a.cgroup {
+                cfg.cgroup = c;
+            }
+            if !a.interfaces.is_empty() {
+                cfg.interfaces = a.interfaces;
+            }
+            if a.metrics.is_some() {
+                cfg.metrics = a.metrics;
+            }
+            if let Some(r) = a.retain_closed_secs {
+                cfg.retain_closed_secs = r;
+            }
+            if a.no_reroute {
+                cfg.reroute.enabled = false;
+            }
+            // the same checks as for the file
+            let text = toml::to_string(&cfg).context("re-encoding the configuration")?;
+            AgentConfig::parse(&text).map_err(|e| anyhow::anyhow!("invalid option: {}", e.split_once(": ").map(|x| x.1).unwrap_or(&e)))?;
+            tokio_rt()?.block_on(agent::run(cfg))
+        }
+        Cmd::Cc(CcCmd::List { netns, json }) => {
+            let l = kernel::cc_list(netns.as_deref())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&l)?);
+            } else {
+                println!("default:   {}", l.default);
+                println!("available: {}", l.available.join(" "));
+                println!("allowed:   {}", l.allowed.join(" "));
+                if !l.xdcc_not_loaded.is_empty() {
+                    println!("not loaded (xdcc module load tcp_<cc>): {}", l.xdcc_not_loaded.join(" "));
+                }
+            }
+            Ok(())
+        }
+        Cmd::Cc(CcCmd::Set { name, netns }) => {
+            kernel::cc_set(&name, netns.as_deref())?;
+            println!("default congestion control{}: {name}", netns.map(|n| format!(" in netns {n}")).unwrap_or_default());
+            Ok(())
+        }
+        Cmd::Module(ModuleCmd::List { json }) => {
+            let l = kernel::module_list();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&l)?);
+            } else {
+                println!("{:<12} {:<8} {:<8} {:<5} FILE", "MODULE", "CC", "LOADED", "USERS");
+                for m in l {
+                    println!(
+                        "{:<12} {:<8} {:<8} {:<5} {}",
+                        m.name,
+                        m.cc,
+                        if m.loaded { "yes" } else { "no" },
+                        m.refcount.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+                        m.file.unwrap_or_else(|| "-".into())
+                    );
+                }
+            }
+            Ok(())
+        }
+        Cmd::Module(ModuleCmd::Load { module }) => {
+            let path = kernel::module_load(&module)?;
+            println!("loaded {path}");
+            Ok(())
+        }
+        Cmd::Module(ModuleCmd::Unload { module }) => {
+            kernel::module_unload(&module)?;
+            println!("unloaded {module}");
+            Ok(())
+        }
+        Cmd::Tunable(TunableCmd::List { cc, json }) => {
+            let l = kernel::tunable_list(&cc)?;
+            if json {
+                let m: serde_json::Map<String, serde_json::Value> = l.into_iter().map(|(k, v)| (k, v.into())).collect();
+                println!("{}", serde_json::to_string_pretty(&m)?);
+            } else {
+                for (k, v) in l {
+                    println!("{cc}.{k} = {v}");
+                }
+            }
+            Ok(())
+        }
+        Cmd::Tunable(TunableCmd::Get { cc, name }) => {
+            println!("{}", kernel::tunable_get(&cc, &name)?);
+            Ok(())
+        }
+        Cmd::Tunable(TunableCmd::Set { cc, name, value }) => {
+            let v = kernel::tunable_set(&cc, &name, &value)?;
+            println!("{cc}.{name} = {v}");
+            Ok(())
+        }
+        Cmd::Flows { json, watch, all } => flows_cmd(sock, json, watch, all),
+        Cmd::Stats { json } => {
+            let data = need_agent(sock, &Request::Stats)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&data)?);
+            } else {
+                print_stats(&data);
+            }
+            Ok(())
+        }
+        Cmd::Reroute(RerouteCmd::Show { json }) => {
+            let data = need_agent(sock, &Request::RerouteGet)?;
+            let s: RerouteSettings = serde_json::from_value(data)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                print_reroute(&s);
+            }
+            Ok(())
+        }
+        Cmd::Reroute(RerouteCmd::Set { name, value }) => {
+            let v: u32 = match value.as_str() {
+                "true" | "on" | "yes" => 1,
+                "false" | "off" | "no" => 0,
+                s => s.parse().map_err(|_| anyhow::anyhow!("`{s}` is not a non-negative integer or on/off"))?,
+            };
+            // validate locally first for a message even without an agent
+            RerouteSettings::default().set(&name, v)?;
+            let data = need_agent(sock, &Request::RerouteSet { name: name.clone(), value: v })?;
+            let s: RerouteSettings = serde_json::from_value(data)?;
+            println!("reroute.{name} = {}", s.get(&name).unwrap_or(v));
+            Ok(())
+        }
+        Cmd::Reroute(RerouteCmd::Force { local, remote }) => {
+            let data = need_agent(sock, &Request::RerouteForce { local, remote })?;
+            println!("forced a move of {} flow(s) at their next round", data["flows"]);
+            Ok(())
+        }
+        Cmd::Metrics => {
+            let data = need_agent(sock, &Request::Metrics)?;
+            print!("{}", data.as_str().unwrap_or_default());
+            Ok(())
+        }
+        Cmd::MarkCe { iface, every, duration } => tokio_rt()?.block_on(mark_ce(&iface, every, duration)),
+    }
+}
+
+fn tokio_rt() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("starting tokio")
+}
+
+fn need_agent(sock: &Path, req: &Request) -> Result<serde_json::Value> {
+    match proto::call(sock, req)? {
+        Some(v) => Ok(v),
+        None => bail!("no xdcc agent at {} (start one with `xdcc agent`)", sock.display()),
+    }
+}
+
+fn flows_cmd(sock: &Path, json: bool, watch: Option<f64>, all: bool) -> Result<()> {
+    if let Some(s) = watch {
+        if !(s.is_finite() && s >= 0.1) {
+            bail!("--watch interval must be at least 0.1 s");
+        }
+    }
+    loop {
+        let (rows, note) = match proto::call(sock, &Request::Flows { all })? {
+            Some(v) => (serde_json::from_value::<Vec<FlowView>>(v)?, None),
+            None => {
+                let rows: Vec<FlowView> = sockdiag::tcp_sockets()?
+                    .iter()
+                    .filter(|s| s.state != "time-wait")
+                    .map(flows::from_socket)
+                    .collect();
+                (rows, Some("(no agent: tcp_info only; start `xdcc agent` for ECN, RTT histograms and paths)"))
+            }
+        };
+        let mut out = std::io::stdout().lock();
+        if watch.is_some() && !json {
+            write!(out, "\x1b[H\x1b[2J")?; // clear the terminal
+        }
+        if json {
+            writeln!(out, "{}", serde_json::to_string(&rows)?)?;
+        } else {
+            write!(out, "{}", flows::render_table(&rows))?;
+            if let Some(n) = note {
+                writeln!(out, "{n}")?;
+            }
+        }
+        out.flush()?;
+        match watch {
+            Some(s) => std::thread::sleep(Duration::from_secs_f64(s)),
+            None => return Ok(()),
+        }
+    }
+}
+
+fn print_stats(d: &serde_json::Value) {
+    for k in [
+        "uptime_s",
+        "cgroup",
+        "interfaces",
+        "flows_tracked",
+        "flows_retained_closed",
+        "flows_opened",
+        "flows_closed",
+        "reroutes",
+        "labels_rewritten",
+        "untracked_packets",
+        "insert_failures",
+    ] {
+        println!("{k:<22} {}", d[k]);
+    }
+    if let Some(dests) = d["destinations"].as_array() {
+        for x in dests {
+            println!("path health {:<26} healthy ids {}", x["destination"].as_str().unwrap_or("?"), x["healthy_paths"]);
+        }
+    }
+}
+
+fn print_reroute(s: &RerouteSettings) {
+    for (name, lo, hi, what) in REROUTE_KEYS {
+        println!("{name:<24} {:<6} ({lo}..={hi}) {what}", s.get(name).unwrap_or(0));
+    }
+}
+
+async fn mark_ce(iface: &str, every: u64, duration: Option<u64>) -> Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    agent::check_interface(iface).await?;
+    let mut bpf = ebpf::load()?;
+    let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
+    ebpf::mark_ce_set(&mut bpf, every)?;
+    ebpf::attach_tc(&mut bpf, "xdcc_mark_ce", iface, aya::programs::TcAttachType::Egress)?;
+    println!("marking CE on every {every}th ECT packet leaving {iface}");
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let sleep = tokio::time::sleep(Duration::from_secs(duration.unwrap_or(u64::MAX / 4)));
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+        _ = sleep => {}
+    }
+    let (seen, marked) = ebpf::mark_ce_counts(&mut bpf)?;
+    println!("{}", serde_json::json!({ "iface": iface, "every": every, "ect_packets": seen, "marked_segments": marked }));
+    Ok(())
+}
