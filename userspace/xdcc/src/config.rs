@@ -263,7 +263,7 @@ mod tests {
             ("\n\ncgroup = \"relative\"\n", "3: ", "absolute"),
             ("interfaces = [\"a b\"]\n", "1: ", "interface"),
             ("[reroute]\ncongested_ecn_pct = 0\n", "2: ", "congested_ecn_pct"),
-            ("x = [\n", "1: ", ""),
+            ("x = [\n", "2: ", "array"),
         ];
         for (text, line, word) in cases {
             let e = AgentConfig::parse(text).unwrap_err();
