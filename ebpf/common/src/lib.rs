@@ -223,7 +223,8 @@ impl FlowStats {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// 1: rewrite IPv6 flow labels and move flows between paths.
+    /// 1: move flows between paths (labels of tracked IPv6 flows are always
+    /// set from their path id).
     pub reroute_enabled: u32,
     /// A round is congested when its ECE fraction is at least this (ppm;
     /// PLB's default is 50 %).

@@ -11,7 +11,8 @@
 //! - `xdcc_tc_egress` / `xdcc_tc_ingress` (TCX): per-flow segment, byte,
 //!   ECT, CE and ECE counters (atomic adds; GSO packets count as their
 //!   segments), and on egress the IPv6 flow label = f(path id), which the
-//!   network's ECMP hashes (`fib_multipath_hash_policy`).
+//!   network's ECMP hashes (`fib_multipath_hash_policy`). Labels are pinned
+//!   to the path id even with moves disabled.
 //! - `xdcc_mark_ce` (TCX, for a router or switch port in tests and demos):
 //!   sets CE on every Nth ECT packet, deterministically, and counts them.
 //!
@@ -83,6 +84,8 @@ const ECN_CE: u8 = 3;
 /// Settling rounds after a move: the recovery of what was lost on the old
 /// path does not count against the new one.
 const SETTLE_ROUNDS: u32 = 2;
+/// Random draws when looking for a healthy path.
+const PICK_TRIES: u32 = 4;
 
 #[inline(always)]
 fn config() -> Config {
@@ -314,6 +317,11 @@ fn on_round(ctx: &SockOpsContext, s: &OpsSnapshot) {
     st.bytes_acked = s.bytes_acked;
     st.bytes_received = s.bytes_received;
     st.rtt_samples = st.rtt_samples.wrapping_add(1);
+    // The CC can change after establishment (setsockopt): refresh its name.
+    // SAFETY: as in on_established (RTT callbacks run on full sockets).
+    unsafe {
+        bpf_getsockopt(ctx.ops as *mut _, SOL_TCP, TCP_CONGESTION, st.cc.as_mut_ptr() as *mut _, 16);
+    }
     let b = core::hint::black_box(rtt_bucket(mrtt));
     if b < RTT_BUCKETS {
         st.rtt_hist[b] = st.rtt_hist[b].wrapping_add(1);
@@ -425,36 +433,28 @@ fn reroute(ctx: &SockOpsContext, key: &FlowKey, st: &mut FlowStats, cfg: &Config
     }
     let paths = cfg.paths.clamp(2, PATHS);
     let old = st.path_id;
-    // Healthy candidates: other ids that ended an uncongested round to this
-    // destination within the window.
-    let mut healthy: u32 = 0;
-    let mut n_healthy: u32 = 0;
-    if let Some(h) = PATH_HEALTH.get_ptr(&key.remote_addr) {
-        // SAFETY: live map value, read only.
-        let h = unsafe { &*h };
-        let window = (cfg.healthy_window_us as u64).wrapping_mul(1000);
-        for i in 0..PATHS {
-            if i < paths && i != old {
-                let t = h.last_good_ns[i as usize];
+    // Random other ids, up to PICK_TRIES of them; the first one that ended an
+    // uncongested round to this destination within the healthy window wins,
+    // else the first draw. (Sampling keeps the verifier's work constant; with
+    // h healthy ids among n, a healthy one is missed with probability
+    // ((n-1-h)/(n-1))^4.)
+    let window = (cfg.healthy_window_us as u64).wrapping_mul(1000);
+    let health = PATH_HEALTH.get_ptr(&key.remote_addr);
+    let mut new = other_path(old, paths);
+    for _ in 0..PICK_TRIES {
+        let cand = other_path(old, paths);
+        if let Some(h) = health {
+            let i = core::hint::black_box(cand) as usize;
+            if i < PATHS as usize {
+                // SAFETY: live map value, read only.
+                let t = unsafe { (*h).last_good_ns[i] };
                 if t != 0 && now.wrapping_sub(t) <= window {
-                    healthy |= 1 << i;
-                    n_healthy += 1;
+                    new = cand;
+                    break;
                 }
             }
         }
     }
-    let new = if n_healthy > 0 {
-        nth_set_bit(healthy, below(random(), n_healthy))
-    } else {
-        // any other id: old + 1 + r, r in [0, paths - 1)
-        let r = below(random(), paths - 1);
-        let id = old.wrapping_add(1).wrapping_add(r);
-        if id >= paths {
-            id.wrapping_sub(paths)
-        } else {
-            id
-        }
-    };
     st.path_id = if new < paths { new } else { 0 };
     st.reroutes = st.reroutes.wrapping_add(1);
     st.last_reason = reason as u32;
@@ -467,19 +467,15 @@ fn reroute(ctx: &SockOpsContext, key: &FlowKey, st: &mut FlowStats, cfg: &Config
     info!(ctx, "xdcc: reroute port {} path {} -> {} ({})", key.local_port, old, st.path_id, reason as u32);
 }
 
-/// Index of the `n`-th (0-based) set bit of `mask`.
+/// A random path id other than `old`: old + 1 + r (mod paths), r < paths - 1.
 #[inline(always)]
-fn nth_set_bit(mask: u32, n: u32) -> u32 {
-    let mut seen = 0;
-    for i in 0..PATHS {
-        if mask & (1 << i) != 0 {
-            if seen == n {
-                return i;
-            }
-            seen += 1;
-        }
+fn other_path(old: u32, paths: u32) -> u32 {
+    let id = old.wrapping_add(1).wrapping_add(below(random(), paths - 1));
+    if id >= paths {
+        id.wrapping_sub(paths)
+    } else {
+        id
     }
-    0
 }
 
 // ------------------------------------------------------------------------
@@ -566,12 +562,12 @@ pub fn xdcc_tc_egress(ctx: TcContext) -> i32 {
         }
     }
     if p.family == 6 {
-        let cfg = config();
-        if cfg.reroute_enabled != 0 {
-            // SAFETY: plain read of a u32 written by sock_ops.
-            let path = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*st).path_id)) };
-            set_flow_label(&ctx, path_label(path, cfg.label_salt));
-        }
+        // xdcc owns the flow label of every tracked IPv6 flow (also with
+        // moves disabled): the kernel's own label changes (txhash rethink on
+        // RTO) would otherwise move flows behind the rerouter's back.
+        // SAFETY: plain read of a u32 written by sock_ops.
+        let path = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*st).path_id)) };
+        set_flow_label(&ctx, path_label(path, config().label_salt));
     }
     TC_ACT_UNSPEC
 }

@@ -77,7 +77,7 @@ impl Default for RerouteSettings {
 
 /// (name, allowed range, meaning) of every reroute setting; booleans are 0..=1.
 pub const REROUTE_KEYS: &[(&str, u32, u32, &str)] = &[
-    ("enabled", 0, 1, "rewrite IPv6 flow labels and move flows between paths"),
+    ("enabled", 0, 1, "move flows between paths (labels stay pinned to the path id when off)"),
     ("congested_ecn_pct", 1, 100, "a round is congested when at least this % of its ACKs carry ECE"),
     ("congested_rounds", 0, 1000, "move after this many consecutive congested rounds (0 = never)"),
     ("lossy_rounds", 0, 1000, "move after this many consecutive rounds with retransmissions (0 = never)"),

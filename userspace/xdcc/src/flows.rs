@@ -29,6 +29,9 @@ pub struct FlowView {
     pub bytes_received: u64,
     pub segs_out: u64,
     pub segs_in: u64,
+    /// TCP payload bytes seen on the interfaces (tc), both directions.
+    pub tc_bytes_out: u64,
+    pub tc_bytes_in: u64,
     // ECN
     pub ect_out: u64,
     pub ce_in: u64,
@@ -99,6 +102,8 @@ pub fn from_ebpf(key: &FlowKey, st: &FlowStats, sock: Option<&TcpSocket>, now_ns
         bytes_received: st.bytes_received,
         segs_out: st.segs_out,
         segs_in: st.segs_in,
+        tc_bytes_out: st.bytes_out,
+        tc_bytes_in: st.bytes_in,
         ect_out: st.ect_out,
         ce_in: st.ce_in,
         ece_in: st.ece_in,
@@ -162,6 +167,8 @@ pub fn from_socket(s: &TcpSocket) -> FlowView {
         age_ms: 0,
         segs_out: 0,
         segs_in: 0,
+        tc_bytes_out: 0,
+        tc_bytes_in: 0,
         ect_out: 0,
         ece_in: 0,
         ece_out: 0,

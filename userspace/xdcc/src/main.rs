@@ -168,7 +168,7 @@ enum RerouteCmd {
 
 fn main() {
     let cli = Cli::parse();
-    let default_level = if matches!(cli.cmd, Cmd::Agent(_) | Cmd::MarkCe { .. }) { "info" } else { "warn" };
+    let default_level = if matches!(cli.cmd, Cmd::Agent(_) | Cmd::MarkCe { .. }) { "info,netlink_packet_route=error" } else { "warn,netlink_packet_route=error" };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_level)).init();
     if let Err(e) = run(cli) {
         eprintln!("xdcc: error: {e:#}");

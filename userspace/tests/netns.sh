@@ -1,0 +1,368 @@
+#!/usr/bin/env bash
+# Host tests of the eBPF programs, the xdcc agent and the CLI, in network
+# namespaces and a cgroup made here (nothing else on the machine is touched).
+#
+#   userspace/tests/netns.sh [telemetry] [reroute] [cli]    (default: all; root)
+#
+# Needs target/release/xdcc (cargo build --release -p xdcc), python3, jq,
+# nft, bpftool and iproute2 (ebpf/install-toolchain.sh installs them).
+# Prints one line per check and "N passed, M failed" at the end.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+X=$root/target/release/xdcc
+XFER="python3 $root/userspace/tests/xfer.py"
+[[ -x $X ]] || { echo "netns.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
+[[ $(id -u) == 0 ]] || { echo "netns.sh: must run as root" >&2; exit 2; }
+sections=("$@")
+((${#sections[@]})) || sections=(telemetry reroute cli)
+
+tag=x$$
+work=$(mktemp -d /tmp/xdcc-netns.XXXXXX)
+cg=$work/cgroup
+pids=()
+nss=()
+passed=0
+failed=0
+
+cleanup() {
+    set +e
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+    for n in "${nss[@]}"; do ip netns del "$n" 2>/dev/null; done
+    if mountpoint -q "$cg"; then
+        for d in "$cg"/"$tag"-*; do [[ -d $d ]] && rmdir "$d"; done
+        umount "$cg"
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+log() { printf '[netns] %s\n' "$*" >&2; }
+check() { # check DESCRIPTION COMMAND...
+    local d=$1; shift
+    if "$@" >/dev/null 2>&1; then
+        passed=$((passed + 1)); echo "ok   - $d"
+    else
+        failed=$((failed + 1)); echo "FAIL - $d"
+    fi
+}
+# expect_fail DESCRIPTION PATTERN COMMAND...: exits non-zero, stderr matches
+expect_fail() {
+    local d=$1 pat=$2; shift 2
+    local out rc=0
+    out=$("$@" 2>&1 >/dev/null) || rc=$?
+    if ((rc != 0)) && grep -qiE -- "$pat" <<<"$out"; then
+        passed=$((passed + 1)); echo "ok   - $d"
+    else
+        failed=$((failed + 1)); echo "FAIL - $d (rc=$rc: $out)"
+    fi
+}
+le() { (($1 <= $2)); }
+eq() { [[ $1 == "$2" ]]; }
+
+mkdir -p "$cg"
+mount -t cgroup2 none "$cg"
+
+netns() { local n=$tag$1; ip netns add "$n"; nss+=("$n"); ip -n "$n" link set lo up; echo "$n"; }
+# link NS_A IF_A NS_B IF_B
+link() { ip link add "$2" netns "$1" type veth peer name "$4" netns "$3"; ip -n "$1" link set "$2" up; ip -n "$3" link set "$4" up; }
+in_ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
+# run_in_cgroup CGROUP NS CMD...: the process joins the cgroup before exec
+run_in_cgroup() { local c=$1 n=$2; shift 2; bash -c 'echo $$ > "$0/cgroup.procs"; exec ip netns exec "$@"' "$c" "$n" "$@"; }
+new_cgroup() { local d=$cg/$tag-$1; mkdir -p "$d"; echo "$d"; }
+# start_agent NS SOCKET CGROUP [ARGS...]
+start_agent() {
+    local n=$1 s=$2 c=$3; shift 3
+    ip netns exec "$n" "$X" --socket "$s" agent --cgroup "$c" "$@" >>"$work/agent-$n.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do [[ -S $s ]] && return 0; sleep 0.1; done
+    cat "$work/agent-$n.log" >&2
+    return 1
+}
+stop_agent() { kill "$1"; wait "$1" 2>/dev/null || true; }
+wait_file() { for _ in $(seq 100); do [[ -e $1 ]] && return 0; sleep 0.05; done; return 1; }
+flow_json() { # flow_json SOCKET LOCAL -> the flow whose local address is LOCAL
+    in_ns "$1" "$X" --socket "$2" flows --all --json | jq -c --arg l "$3" '.[] | select(.local == $l)'
+}
+tx_bytes() { in_ns "$1" cat "/sys/class/net/$2/statistics/tx_bytes"; }
+
+# ---------------------------------------------------------------- telemetry
+# snd — rtr — rcv; the router's port to rcv is a 50 Mbit/s TBF (queueing
+# delay <= 20 ms) and marks CE on every 25th ECT packet (xdcc mark-ce).
+telemetry() {
+    log "telemetry: CE/ECE/bytes/RTT per flow against a deterministic marker"
+    local S R D; S=$(netns s); R=$(netns r); D=$(netns d)
+    link "$S" s0 "$R" r0; link "$R" r1 "$D" d0
+    ip -n "$S" addr add 10.91.1.1/24 dev s0; ip -n "$R" addr add 10.91.1.254/24 dev r0
+    ip -n "$R" addr add 10.91.2.254/24 dev r1; ip -n "$D" addr add 10.91.2.1/24 dev d0
+    ip -n "$S" addr add fd91:1::1/64 dev s0 nodad; ip -n "$R" addr add fd91:1::fe/64 dev r0 nodad
+    ip -n "$R" addr add fd91:2::fe/64 dev r1 nodad; ip -n "$D" addr add fd91:2::1/64 dev d0 nodad
+    ip -n "$S" route add default via 10.91.1.254; ip -n "$D" route add default via 10.91.2.254
+    ip -n "$S" -6 route add default via fd91:1::fe; ip -n "$D" -6 route add default via fd91:2::fe
+    in_ns "$R" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+    for n in "$S" "$D"; do in_ns "$n" sysctl -qw net.ipv4.tcp_ecn=1; done
+    in_ns "$R" tc qdisc add dev r1 root tbf rate 50mbit burst 16k latency 20ms
+    local cs cd; cs=$(new_cgroup snd); cd=$(new_cgroup rcv)
+    start_agent "$S" "$work/s.sock" "$cs" --iface s0
+    start_agent "$D" "$work/d.sock" "$cd" --iface d0
+    ip netns exec "$R" "$X" mark-ce --iface r1 --every 25 >"$work/marker.json" 2>"$work/marker.log" &
+    local marker=$!; pids+=("$marker")
+    sleep 1
+
+    local n=8000000 fam to port=5001 res
+    for fam in 4 6; do
+        to=10.91.2.1; [[ $fam == 6 ]] && to=fd91:2::1
+        rm -f "$work/ready"
+        run_in_cgroup "$cd" "$D" $XFER recv --port $port --cc cubic --out "$work/recv$fam.json" --ready "$work/ready" &
+        local rpid=$!
+        wait_file "$work/ready"
+        run_in_cgroup "$cs" "$S" $XFER send --to $to --port $port --bytes $n --cc cubic >"$work/send$fam.json"
+        wait $rpid
+        port=$((port + 1))
+    done
+    sleep 1.5 # let the agents harvest the closed flows
+    kill "$marker"; wait "$marker" || true
+    local marked; marked=$(tail -1 "$work/marker.json" | jq .marked_segments)
+
+    for fam in 4 6; do
+        local sl rl snd rcv
+        sl=$(jq -r .local "$work/send$fam.json"); rl=$(jq -r .local "$work/recv$fam.json")
+        snd=$(flow_json "$S" "$work/s.sock" "$sl"); rcv=$(flow_json "$D" "$work/d.sock" "$rl")
+        echo "$snd" >"$work/flow-snd$fam.json"; echo "$rcv" >"$work/flow-rcv$fam.json"
+        check "IPv$fam: transfer byte-exact (sha256)" eq "$(jq -r .sha256 "$work/send$fam.json")" "$(jq -r .sha256 "$work/recv$fam.json")"
+        check "IPv$fam: sender flow tracked, closed, cc cubic" eq "$(jq -r '.state + " " + .cc' <<<"$snd")" "closed cubic"
+        check "IPv$fam: receiver flow tracked" eq "$(jq -r .state <<<"$rcv")" "closed"
+        check "IPv$fam: payload bytes sender tc = receiver tc" eq "$(jq .tc_bytes_out <<<"$snd")" "$(jq .tc_bytes_in <<<"$rcv")"
+        check "IPv$fam: receiver saw >= N payload bytes" le $n "$(jq .tc_bytes_in <<<"$rcv")"
+        check "IPv$fam: bytes_received in [N, N+1] (FIN)" bash -c "(( $(jq .bytes_received <<<"$rcv") - $n <= 1 && $(jq .bytes_received <<<"$rcv") >= $n ))"
+        check "IPv$fam: bytes_acked in [N, N+2]" bash -c "(( $(jq .bytes_acked <<<"$snd") >= $n && $(jq .bytes_acked <<<"$snd") <= $n + 2 ))"
+        check "IPv$fam: sender's ECE ACKs = receiver's ECE ACKs sent (> 0)" bash -c \
+            "(( $(jq .ece_in <<<"$snd") == $(jq .ece_out <<<"$rcv") && $(jq .ece_in <<<"$snd") > 0 ))"
+        check "IPv$fam: every sent data segment was ECT" le "$(jq '.segs_out - 3' <<<"$snd")" "$(jq .ect_out <<<"$snd")"
+        check "IPv$fam: RTT p50 >= 240 us (a full packet's serialization at 50 Mbit/s)" le 240 "$(jq .rtt_p50_us <<<"$snd")"
+        check "IPv$fam: RTT p99 <= 30 ms (20 ms TBF queue + slack)" le "$(jq .rtt_p99_us <<<"$snd")" 30000
+        check "IPv$fam: RTT p50 <= p99 and >= min" bash -c \
+            "(( $(jq .rtt_p50_us <<<"$snd") <= $(jq .rtt_p99_us <<<"$snd") && $(jq .rtt_p50_us <<<"$snd") >= $(jq .rtt_min_us <<<"$snd") ))"
+        check "IPv$fam: >= 10 RTT samples" le 10 "$(jq .rtt_samples <<<"$snd")"
+    done
+    local ce4 ce6; ce4=$(jq .ce_in "$work/flow-rcv4.json"); ce6=$(jq .ce_in "$work/flow-rcv6.json")
+    log "marker: $(tail -1 "$work/marker.json"); receivers saw CE on $ce4 + $ce6 segments"
+    check "CE seen by receivers = segments the router marked (> 0)" bash -c "(( $ce4 + $ce6 == $marked && $marked > 0 ))"
+    check "IPv6 sender flow has a path id and a 20-bit label" bash -c \
+        "(( $(jq .flow_label "$work/flow-snd6.json") > 0 && $(jq .flow_label "$work/flow-snd6.json") < 1048576 ))"
+    check "IPv4 flow has no path id" eq "$(jq -r .path_id "$work/flow-snd4.json")" null
+    echo "--- xdcc flows --all (sender, then receiver) ---"
+    in_ns "$S" "$X" --socket "$work/s.sock" flows --all
+    in_ns "$D" "$X" --socket "$work/d.sock" flows --all
+}
+
+# ---------------------------------------------------------------- reroute
+# snd — r1 =(la | lb)= r2 — rcv over IPv6; r1 hashes the flow label over two
+# equal-cost next hops. The active link then silently drops (nft).
+reroute() {
+    log "reroute: a flow leaves a failed path; with moves off it stays stuck"
+    local S A B D; S=$(netns s6); A=$(netns r1); B=$(netns r2); D=$(netns d6)
+    link "$S" s0 "$A" a0; link "$A" la "$B" ra; link "$A" lb "$B" rb; link "$B" b0 "$D" d0
+    ip -n "$S" addr add fd92:1::1/64 dev s0 nodad; ip -n "$A" addr add fd92:1::fe/64 dev a0 nodad
+    ip -n "$A" addr add fd92:a::1/64 dev la nodad; ip -n "$B" addr add fd92:a::2/64 dev ra nodad
+    ip -n "$A" addr add fd92:b::1/64 dev lb nodad; ip -n "$B" addr add fd92:b::2/64 dev rb nodad
+    ip -n "$B" addr add fd92:2::fe/64 dev b0 nodad; ip -n "$D" addr add fd92:2::1/64 dev d0 nodad
+    ip -n "$S" -6 route add default via fd92:1::fe; ip -n "$D" -6 route add default via fd92:2::fe
+    ip -n "$A" -6 route add fd92:2::/64 nexthop via fd92:a::2 dev la nexthop via fd92:b::2 dev lb
+    ip -n "$B" -6 route add fd92:1::/64 nexthop via fd92:a::1 dev ra nexthop via fd92:b::1 dev rb
+    for n in "$A" "$B"; do in_ns "$n" sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv6.fib_multipath_hash_policy=0; done
+    for l in la lb; do in_ns "$A" tc qdisc add dev $l root tbf rate 50mbit burst 16k latency 50ms; done
+    local cs; cs=$(new_cgroup s6)
+    start_agent "$S" "$work/r.sock" "$cs" --iface s0
+
+    # active: the link of A carrying the flow now (more tx bytes in 0.5 s)
+    active() {
+        local a0 b0 a1 b1; a0=$(tx_bytes "$A" la); b0=$(tx_bytes "$A" lb); sleep 0.5
+        a1=$(tx_bytes "$A" la); b1=$(tx_bytes "$A" lb)
+        if (((a1 - a0) > (b1 - b0))); then echo la; else echo lb; fi
+    }
+    blackhole() { in_ns "$A" nft add table inet xdcc_t; in_ns "$A" nft add chain inet xdcc_t fwd '{ type filter hook forward priority 0; }'
+        in_ns "$A" nft add rule inet xdcc_t fwd oifname "$1" drop; }
+    heal() { in_ns "$A" nft delete table inet xdcc_t; }
+    other() { [[ $1 == la ]] && echo lb || echo la; }
+
+    # 1) moves on: the flow must leave the failed link
+    local n=25000000
+    rm -f "$work/ready"
+    ip netns exec "$D" $XFER recv --port 6001 --out "$work/rr1.json" --ready "$work/ready" &
+    local rpid=$!; wait_file "$work/ready"
+    run_in_cgroup "$cs" "$S" $XFER send --to fd92:2::1 --port 6001 --bytes $n --cc cubic \
+        --started "$work/rs1.started" >"$work/rs1.json" &
+    local spid=$!
+    sleep 1.5
+    local bad good; bad=$(active); good=$(other "$bad")
+    local good0; good0=$(tx_bytes "$A" "$good")
+    log "flow runs on $bad: failing it"
+    blackhole "$bad"
+    local ok=1; timeout 90 bash -c "while kill -0 $spid 2>/dev/null; do sleep 0.2; done" || ok=0
+    wait $spid || ok=0; wait $rpid || ok=0
+    heal
+    local moved=$(( $(tx_bytes "$A" "$good") - good0 ))
+    local f; f=$(flow_json "$S" "$work/r.sock" "$(jq -r .local "$work/rs1.started")")
+    log "after the failure: $moved bytes on $good; flow: $(jq -c '{path_id,reroutes,last_reroute,retrans}' <<<"$f")"
+    check "moves on: transfer completed" eq $ok 1
+    check "moves on: byte-exact (sha256)" eq "$(jq -r .sha256 "$work/rs1.json")" "$(jq -r .sha256 "$work/rr1.json")"
+    check "moves on: flow rerouted (reroutes >= 1, reason rto)" bash -c \
+        "(( $(jq .reroutes <<<"$f") >= 1 )) && [[ $(jq -r .last_reroute <<<"$f") == rto ]]"
+    check "moves on: >= 50 % of the bytes crossed the other link after the failure" le $((n / 2)) $moved
+
+    # 2) moves off: labels stay pinned, the flow stays on the failed link
+    in_ns "$S" "$X" --socket "$work/r.sock" reroute set enabled off >/dev/null
+    n=10000000
+    rm -f "$work/ready"
+    ip netns exec "$D" $XFER recv --port 6002 --out "$work/rr2.json" --ready "$work/ready" &
+    rpid=$!; wait_file "$work/ready"
+    run_in_cgroup "$cs" "$S" $XFER send --to fd92:2::1 --port 6002 --bytes $n --cc cubic \
+        --started "$work/rs2.started" >"$work/rs2.json" &
+    spid=$!
+    sleep 1
+    bad=$(active); good=$(other "$bad"); good0=$(tx_bytes "$A" "$good")
+    blackhole "$bad"
+    sleep 4
+    moved=$(( $(tx_bytes "$A" "$good") - good0 ))
+    check "moves off: flow stuck on the failed link (< 100 kB elsewhere in 4 s)" le $moved 100000
+    check "moves off: transfer not finished while the path is down" kill -0 $spid
+    heal
+    ok=1; timeout 120 bash -c "while kill -0 $spid 2>/dev/null; do sleep 0.2; done" || ok=0
+    wait $spid || ok=0; wait $rpid || ok=0
+    check "moves off: completes byte-exact once the path heals" \
+        eq "$ok $(jq -r .sha256 "$work/rs2.json")" "1 $(jq -r .sha256 "$work/rr2.json")"
+    f=$(flow_json "$S" "$work/r.sock" "$(jq -r .local "$work/rs2.started")")
+    check "moves off: no reroute recorded" eq "$(jq .reroutes <<<"$f")" 0
+
+    # 3) forced move (moves on again): path id changes within a few rounds
+    in_ns "$S" "$X" --socket "$work/r.sock" reroute set enabled on >/dev/null
+    rm -f "$work/ready"
+    ip netns exec "$D" $XFER recv --port 6003 --out "$work/rr3.json" --ready "$work/ready" &
+    rpid=$!; wait_file "$work/ready"
+    run_in_cgroup "$cs" "$S" $XFER send --to fd92:2::1 --port 6003 --bytes 10000000 --cc cubic \
+        --started "$work/rs3.started" >"$work/rs3.json" &
+    spid=$!
+    sleep 1
+    local l3; l3=$(jq -r .local "$work/rs3.started")
+    local p0; p0=$(flow_json "$S" "$work/r.sock" "$l3" | jq .path_id)
+    local out; out=$(in_ns "$S" "$X" --socket "$work/r.sock" reroute force --local "$l3")
+    sleep 0.5
+    f=$(flow_json "$S" "$work/r.sock" "$l3")
+    check "forced: CLI reports one flow" grep -q "1 flow" <<<"$out"
+    check "forced: path id changed, reason forced" bash -c \
+        "(( $(jq .path_id <<<"$f") != $p0 )) && [[ $(jq -r .last_reroute <<<"$f") == forced ]]"
+    wait $spid; wait $rpid
+    check "forced: byte-exact" eq "$(jq -r .sha256 "$work/rs3.json")" "$(jq -r .sha256 "$work/rr3.json")"
+    in_ns "$S" "$X" --socket "$work/r.sock" stats
+}
+
+# ---------------------------------------------------------------- cli
+cli() {
+    log "cli: every subcommand, bad input, --json parsed back"
+    local S; S=$(netns c)
+    ip -n "$S" addr add 10.93.0.1/24 dev lo
+    local sock=$work/c.sock cgc; cgc=$(new_cgroup cli)
+
+    check "--help" "$X" --help
+    expect_fail "unknown subcommand" "unrecognized subcommand" "$X" frobnicate
+    # cc
+    check "cc list" in_ns "$S" "$X" cc list
+    check "cc list --json parses, lists cubic" bash -c "ip netns exec $S $X cc list --json | jq -e '.available | index(\"cubic\")'"
+    check "cc set reno --netns" "$X" cc set reno --netns "$S"
+    check "cc set took effect in the namespace" eq "$(in_ns "$S" sysctl -n net.ipv4.tcp_congestion_control)" reno
+    expect_fail "cc set unknown name" "not available" "$X" cc set nosuch --netns "$S"
+    check "cc set unknown changed nothing" eq "$(in_ns "$S" sysctl -n net.ipv4.tcp_congestion_control)" reno
+    expect_fail "cc set uno without its module names the module" "module load tcp_uno" "$X" cc set uno --netns "$S"
+    expect_fail "cc set --netns missing namespace" "network namespace" "$X" cc set cubic --netns "$tag-none"
+    # module
+    check "module list --json has the four modules" bash -c "$X module list --json | jq -e 'length == 4'"
+    check "module list table" bash -c "$X module list | grep -q tcp_gemini"
+    expect_fail "module load unknown name" "unknown module" "$X" module load tcp_nosuch
+    expect_fail "module load missing file" "module file" env XDCC_MODULE_DIR="$work/none" "$X" module load uno
+    mkdir -p "$work/mods"; echo "not an ELF" >"$work/mods/tcp_uno.ko"
+    expect_fail "module load on a kernel without modules / bad file" "cannot load modules|not a module|not permitted" \
+        env XDCC_MODULE_DIR="$work/mods" "$X" module load uno
+    expect_fail "module unload not loaded" "not loaded|cannot unload" "$X" module unload gemini
+    # tunables against a sysctl tree laid out like the module's (XDCC_SYSCTL_ROOT)
+    local sys=$work/sys; mkdir -p "$sys/net/xdcc/uno"
+    (cd "$root" && cargo run -q --release -p xdcc-algo --example tunables -- 1000 200 10000 1500) |
+        awk '/^`\/proc\/sys\/net\/xdcc\//{cc=$0; gsub(/.*xdcc\/|\/`.*/,"",cc)} /^\| `/{gsub(/[`| ]+/," "); split($0,f," "); if (cc=="uno") print f[1], f[2]}' |
+        while read -r k v; do echo "$v" >"$sys/net/xdcc/uno/$k"; done
+    for k in net_link_rate_mbps:1000 net_intra_rtt_us:200 net_inter_rtt_us:10000 net_mtu:1500 window_pacing_pct:100; do
+        echo "${k#*:}" >"$sys/net/xdcc/uno/${k%%:*}"
+    done
+    export XDCC_SYSCTL_ROOT=$sys
+    check "tunable list uno" bash -c "$X tunable list uno | grep -q 'uno.k_bytes = 3571'"
+    check "tunable list --json parses" bash -c "$X tunable list uno --json | jq -e '.k_bytes == 3571'"
+    check "tunable get" eq "$("$X" tunable get uno epoch_ns)" 200000
+    check "tunable set valid value" "$X" tunable set uno k_bytes 30000
+    check "tunable set wrote the file" eq "$(cat "$sys/net/xdcc/uno/k_bytes")" 30000
+    expect_fail "tunable set out of range names the range" "qa_beta_q16.*allowed" "$X" tunable set uno qa_beta_q16 99999999
+    check "out-of-range set changed nothing" eq "$(cat "$sys/net/xdcc/uno/qa_beta_q16")" 32768
+    expect_fail "tunable set unknown name lists known ones" "not a tunable.*known" "$X" tunable set uno bogus 1
+    expect_fail "tunable set garbage value" "not a non-negative integer" "$X" tunable set uno k_bytes 12abc
+    expect_fail "tunable set inconsistent network (inter < intra)" "inter_rtt_ns" "$X" tunable set uno net_inter_rtt_us 100
+    check "inconsistent set changed nothing" eq "$(cat "$sys/net/xdcc/uno/net_inter_rtt_us")" 10000
+    expect_fail "tunable of an unloaded module" "not loaded.*module load tcp_gemini" "$X" tunable list gemini
+    expect_fail "tunable of an unknown cc" "unknown congestion control" "$X" tunable get cubic x
+    unset XDCC_SYSCTL_ROOT
+    # no agent
+    expect_fail "stats without an agent" "no xdcc agent" "$X" --socket "$sock" stats
+    check "flows without an agent (tcp_info table)" bash -c "ip netns exec $S $X --socket $sock flows | grep -q 'no agent'"
+    check "flows --json without an agent parses" bash -c "ip netns exec $S $X --socket $sock flows --json | jq -e 'type == \"array\"'"
+    # agent: bad input
+    printf 'interfaces = ["lo"]\n\n[reroute]\npaths = 40\n' >"$work/bad.toml"
+    expect_fail "agent: bad config names the line" "bad.toml:4: .*paths" "$X" --socket "$sock" agent --config "$work/bad.toml"
+    printf 'cgroup = "%s"\nbogus = 1\n' "$cgc" >"$work/bad2.toml"
+    expect_fail "agent: unknown config key names the line" "bad2.toml:2: .*bogus" "$X" --socket "$sock" agent --config "$work/bad2.toml"
+    expect_fail "agent: missing interface" "no such network interface" in_ns "$S" "$X" --socket "$sock" agent --cgroup "$cgc" --iface nosuch0
+    expect_fail "agent: not a cgroup2 directory" "not a cgroup2" in_ns "$S" "$X" --socket "$sock" agent --cgroup "$work"
+    check "failed agents left no socket" bash -c "[[ ! -e $sock ]]"
+    # agent: running (config file + metrics on loopback)
+    printf 'cgroup = "%s"\ninterfaces = ["lo"]\nmetrics = "127.0.0.1:9877"\n[reroute]\npaths = 4\n' "$cgc" >"$work/good.toml"
+    local before; before=$(bpftool prog show | grep -c xdcc_ || true)
+    start_agent "$S" "$sock" "$cgc" --config "$work/good.toml"
+    local agent=${pids[-1]}
+    expect_fail "second agent refused" "another xdcc agent is running" in_ns "$S" "$X" --socket "$sock" agent --cgroup "$cgc"
+    check "socket is root-only (0600)" eq "$(stat -c %a "$sock")" 600
+    ip netns exec "$S" python3 -c 'import socket,time
+s=socket.socket(); s.bind(("10.93.0.1",7000)); s.listen(1)
+c=socket.create_connection(("10.93.0.1",7000)); a,_=s.accept(); c.sendall(b"x"*100000); a.recv(1); time.sleep(3)' &
+    local conn=$!
+    echo $conn >"$cgc/cgroup.procs" 2>/dev/null || true
+    sleep 1.5
+    check "reroute show lists settings" bash -c "ip netns exec $S $X --socket $sock reroute show | grep -q congested_rounds"
+    check "reroute show --json: paths from the config file" bash -c "ip netns exec $S $X --socket $sock reroute show --json | jq -e '.paths == 4'"
+    expect_fail "reroute set out of range" "out of range" in_ns "$S" "$X" --socket "$sock" reroute set paths 40
+    expect_fail "reroute set unknown name" "unknown reroute setting" in_ns "$S" "$X" --socket "$sock" reroute set nope 1
+    expect_fail "reroute set garbage" "not a non-negative integer" in_ns "$S" "$X" --socket "$sock" reroute set paths x
+    check "reroute show: bad sets changed nothing" bash -c "ip netns exec $S $X --socket $sock reroute show --json | jq -e '.paths == 4'"
+    check "reroute set congested_rounds 5" in_ns "$S" "$X" --socket "$sock" reroute set congested_rounds 5
+    check "reroute show reflects it" bash -c "ip netns exec $S $X --socket $sock reroute show --json | jq -e '.congested_rounds == 5'"
+    check "reroute force (no IPv6 flows: 0)" bash -c "ip netns exec $S $X --socket $sock reroute force | grep -q '0 flow'"
+    check "stats" bash -c "ip netns exec $S $X --socket $sock stats | grep -q flows_opened"
+    check "stats --json parses" bash -c "ip netns exec $S $X --socket $sock stats --json | jq -e '.interfaces == [\"lo\"]'"
+    check "flows --json parses back" bash -c "ip netns exec $S $X --socket $sock flows --json | jq -e 'type == \"array\"'"
+    check "flows --watch refreshes" bash -c "timeout 2.5 ip netns exec $S $X --socket $sock flows --watch 0.5 | grep -c LOCAL | awk '{exit !(\$1 >= 2)}'"
+    expect_fail "flows --watch rejects a bad interval" "at least 0.1" in_ns "$S" "$X" --socket "$sock" flows --watch 0
+    check "metrics (CLI)" bash -c "ip netns exec $S $X --socket $sock metrics | grep -q '^xdcc_flows_opened_total'"
+    check "metrics over HTTP on loopback" bash -c "ip netns exec $S python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:9877/metrics\").read().decode())' | grep -q '# TYPE xdcc_flow_bytes_acked gauge'"
+    wait $conn || true
+    check "agent attached its programs" le $((before + 3)) "$(bpftool prog show | grep -c xdcc_ || true)"
+    stop_agent "$agent"
+    check "SIGTERM: programs detached and unloaded" eq "$(bpftool prog show | grep -c xdcc_ || true)" "$before"
+    check "SIGTERM: socket removed" bash -c "[[ ! -e $sock ]]"
+    expect_fail "mark-ce on a missing interface" "no such network interface" in_ns "$S" "$X" mark-ce --iface nosuch0 --every 2
+    expect_fail "mark-ce --every 0" "every" "$X" mark-ce --iface lo --every 0
+}
+
+for s in "${sections[@]}"; do
+    case $s in
+        telemetry|reroute|cli) "$s" ;;
+        *) echo "netns.sh: unknown section $s (telemetry, reroute, cli)" >&2; exit 2 ;;
+    esac
+done
+echo "$passed passed, $failed failed"
+((failed == 0))
