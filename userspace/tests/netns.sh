@@ -31,7 +31,11 @@ cleanup() {
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
     for n in "${nss[@]}"; do ip netns del "$n" 2>/dev/null; done
     if mountpoint -q "$cg"; then
-        for d in "$cg"/"$tag"-*; do [[ -d $d ]] && rmdir "$d"; done
+        for d in "$cg"/"$tag"-*; do
+            [[ -d $d ]] || continue
+            xargs -r kill <"$d/cgroup.procs" 2>/dev/null
+            for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$d" 2>/dev/null && break; sleep 0.2; done
+        done
         umount "$cg"
     fi
     rm -rf "$work"
@@ -182,8 +186,8 @@ reroute() {
         a1=$(tx_bytes "$A" la); b1=$(tx_bytes "$A" lb)
         if (((a1 - a0) > (b1 - b0))); then echo la; else echo lb; fi
     }
-    blackhole() { in_ns "$A" nft add table inet xdcc_t; in_ns "$A" nft add chain inet xdcc_t fwd '{ type filter hook forward priority 0; }'
-        in_ns "$A" nft add rule inet xdcc_t fwd oifname "$1" drop; }
+    blackhole() { in_ns "$A" nft add table inet xdcc_t; in_ns "$A" nft add chain inet xdcc_t blk '{ type filter hook forward priority 0; }'
+        in_ns "$A" nft add rule inet xdcc_t blk oifname "$1" drop; }
     heal() { in_ns "$A" nft delete table inet xdcc_t; }
     other() { [[ $1 == la ]] && echo lb || echo la; }
 
