@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The xdcc test suite: everything a fresh machine needs is installed here.
-#   ./test.sh          unit, equation, property and simulator behaviour tests,
-#                      then the kernel modules in the qemu VM (builds the
-#                      test kernel on first use: ~15 min on a fresh machine)
-#   XDCC_SKIP_VM=1 ./test.sh   only the cargo tests
+#   ./test.sh          1. cargo tests: algorithms, simulator, eBPF map types,
+#                         agent/CLI units (builds the eBPF programs)
+#                      2. host namespace tests of the eBPF programs, agent
+#                         and CLI (userspace/tests/netns.sh, root)
+#                      3. the kernel modules and the CLI in the qemu VM
+#                         (builds the test kernel on first use: ~15 min)
+#   XDCC_SKIP_VM=1 ./test.sh      skip 3
+#   XDCC_SKIP_NETNS=1 ./test.sh   skip 2
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -13,11 +17,21 @@ if ! command -v cargo >/dev/null; then
     apt-get update -qq && apt-get install -y -qq cargo rustc >/dev/null
 fi
 
-echo "[test] algorithm core and simulator (release build: overflow checks stay on, as in the kernel)" >&2
+echo "[test] eBPF toolchain (rustc-web, bpf-linker, bpftool, test tools)" >&2
+XDCC_BPF_LINKER_DIR=$(ebpf/install-toolchain.sh)
+export XDCC_BPF_LINKER_DIR
+
+echo "[test] cargo tests (release build: overflow checks stay on, as in the kernel)" >&2
 cargo test --release --workspace --locked
+cargo build --release --locked -p xdcc
+
+if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
+    echo "[test] eBPF telemetry, rerouting and the CLI in network namespaces (host kernel)" >&2
+    userspace/tests/netns.sh
+fi
 
 if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
-    echo "[test] kernel modules in the VM (tcp_uno, tcp_gemini, tcp_oscar, tcp_smartt)" >&2
+    echo "[test] kernel modules and the xdcc CLI in the VM (tcp_uno, tcp_gemini, tcp_oscar, tcp_smartt)" >&2
     testbed/kernel/build.sh >/dev/null
     testbed/vm/run.sh --timeout 900 testbed/vm/tests/kmods.sh
 fi
