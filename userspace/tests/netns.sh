@@ -68,7 +68,8 @@ eq() { [[ $1 == "$2" ]]; }
 mkdir -p "$cg"
 mount -t cgroup2 none "$cg"
 
-netns() { local n=$tag$1; ip netns add "$n"; nss+=("$n"); ip -n "$n" link set lo up; echo "$n"; }
+# mkns VAR SUFFIX: makes namespace $tag$SUFFIX, records it for cleanup, sets VAR
+mkns() { local n=$tag$2; ip netns add "$n"; nss+=("$n"); ip -n "$n" link set lo up; printf -v "$1" %s "$n"; }
 # link NS_A IF_A NS_B IF_B
 link() { ip link add "$2" netns "$1" type veth peer name "$4" netns "$3"; ip -n "$1" link set "$2" up; ip -n "$3" link set "$4" up; }
 in_ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
@@ -96,7 +97,7 @@ tx_bytes() { in_ns "$1" cat "/sys/class/net/$2/statistics/tx_bytes"; }
 # delay <= 20 ms) and marks CE on every 25th ECT packet (xdcc mark-ce).
 telemetry() {
     log "telemetry: CE/ECE/bytes/RTT per flow against a deterministic marker"
-    local S R D; S=$(netns s); R=$(netns r); D=$(netns d)
+    local S R D; mkns S s; mkns R r; mkns D d
     link "$S" s0 "$R" r0; link "$R" r1 "$D" d0
     ip -n "$S" addr add 10.91.1.1/24 dev s0; ip -n "$R" addr add 10.91.1.254/24 dev r0
     ip -n "$R" addr add 10.91.2.254/24 dev r1; ip -n "$D" addr add 10.91.2.1/24 dev d0
@@ -166,7 +167,7 @@ telemetry() {
 # equal-cost next hops. The active link then silently drops (nft).
 reroute() {
     log "reroute: a flow leaves a failed path; with moves off it stays stuck"
-    local S A B D; S=$(netns s6); A=$(netns r1); B=$(netns r2); D=$(netns d6)
+    local S A B D; mkns S s6; mkns A r1; mkns B r2; mkns D d6
     link "$S" s0 "$A" a0; link "$A" la "$B" ra; link "$A" lb "$B" rb; link "$B" b0 "$D" d0
     ip -n "$S" addr add fd92:1::1/64 dev s0 nodad; ip -n "$A" addr add fd92:1::fe/64 dev a0 nodad
     ip -n "$A" addr add fd92:a::1/64 dev la nodad; ip -n "$B" addr add fd92:a::2/64 dev ra nodad
@@ -265,7 +266,7 @@ reroute() {
 # ---------------------------------------------------------------- cli
 cli() {
     log "cli: every subcommand, bad input, --json parsed back"
-    local S; S=$(netns c)
+    local S; mkns S c
     ip -n "$S" addr add 10.93.0.1/24 dev lo
     local sock=$work/c.sock cgc; cgc=$(new_cgroup cli)
 

@@ -493,6 +493,8 @@ struct Packet {
     tcp_flags: u8,
     /// TCP payload bytes (of the whole GSO packet).
     payload: u32,
+    /// IPv6: the first header word (version, traffic class, flow label), host order.
+    v6_word0: u32,
     segs: u32,
 }
 
@@ -503,6 +505,7 @@ struct Packet {
 #[inline(always)]
 fn parse(ctx: &TcContext) -> Option<Packet> {
     let proto = u16::from_be(ctx.load::<u16>(12).ok()?);
+    let mut v6_word0 = 0;
     let (family, src, dst, ecn, tcp, ip_len) = if proto == ETH_P_IP {
         let h: [u8; 54] = ctx.load(0).ok()?;
         if h[ETH_HLEN + 9] != IPPROTO_TCP {
@@ -530,8 +533,9 @@ fn parse(ctx: &TcContext) -> Option<Packet> {
         d.copy_from_slice(&h[38..54]);
         let mut tcp = [0u8; 14];
         tcp.copy_from_slice(&h[54..68]);
-        // traffic class = bits 4..11 of the first word; ECN = its low 2 bits
-        let ecn = ((h[ETH_HLEN + 1] >> 4) & ECN_MASK) as u8;
+        v6_word0 = u32::from_be_bytes([h[14], h[15], h[16], h[17]]);
+        // traffic class = bits 20..27 of the first word; ECN = its low 2 bits
+        let ecn = ((v6_word0 >> 20) as u8) & ECN_MASK;
         (6u16, s, d, ecn, tcp, 40)
     } else {
         return None;
@@ -542,24 +546,26 @@ fn parse(ctx: &TcContext) -> Option<Packet> {
     let payload = ctx.len().saturating_sub(hdrs);
     // SAFETY: reading the context's gso_segs field.
     let gso = unsafe { (*ctx.skb.skb).gso_segs };
-    Some(Packet { family, src, dst, sport, dport, ecn, tcp_flags: tcp[13], payload, segs: if gso == 0 { 1 } else { gso } })
+    let segs = if gso == 0 { 1 } else { gso };
+    Some(Packet { family, src, dst, sport, dport, ecn, tcp_flags: tcp[13], payload, v6_word0, segs })
+}
+
+/// The flow entry of a packet this host sends (`outgoing`) or receives.
+#[inline(always)]
+fn flow_of(p: &Packet, outgoing: bool) -> Option<*mut FlowStats> {
+    let (local_addr, remote_addr, local_port, remote_port) =
+        if outgoing { (p.src, p.dst, p.sport, p.dport) } else { (p.dst, p.src, p.dport, p.sport) };
+    let key = FlowKey { local_addr, remote_addr, local_port, remote_port, family: p.family, _pad: 0 };
+    let st = FLOWS.get_ptr_mut(&key);
+    if st.is_none() {
+        count(|c| c.untracked_packets = c.untracked_packets.wrapping_add(1));
+    }
+    st
 }
 
 #[classifier]
 pub fn xdcc_tc_egress(ctx: TcContext) -> i32 {
-    let Some(p) = parse(&ctx) else {
-        return TC_ACT_UNSPEC;
-    };
-    let key = FlowKey {
-        local_addr: p.src,
-        remote_addr: p.dst,
-        local_port: p.sport,
-        remote_port: p.dport,
-        family: p.family,
-        _pad: 0,
-    };
-    let Some(st) = FLOWS.get_ptr_mut(&key) else {
-        count(|c| c.untracked_packets = c.untracked_packets.wrapping_add(1));
+    let Some((p, st)) = parse(&ctx).and_then(|p| flow_of(&p, true).map(|st| (p, st))) else {
         return TC_ACT_UNSPEC;
     };
     let segs = p.segs as u64;
@@ -581,18 +587,14 @@ pub fn xdcc_tc_egress(ctx: TcContext) -> i32 {
         // RTO) would otherwise move flows behind the rerouter's back.
         // SAFETY: plain read of a u32 written by sock_ops.
         let path = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*st).path_id)) };
-        set_flow_label(&ctx, path_label(path, config().label_salt));
+        set_flow_label(&ctx, p.v6_word0, path_label(path, config().label_salt));
     }
     TC_ACT_UNSPEC
 }
 
 /// Rewrites the 20-bit flow label (no checksum covers it).
 #[inline(always)]
-fn set_flow_label(ctx: &TcContext, label: u32) {
-    let Ok(w0) = ctx.load::<u32>(ETH_HLEN) else {
-        return;
-    };
-    let old = u32::from_be(w0);
+fn set_flow_label(ctx: &TcContext, old: u32, label: u32) {
     let new = (old & 0xfff0_0000) | (label & 0x000f_ffff);
     if new != old && ctx.store(ETH_HLEN, &new.to_be(), 0).is_ok() {
         count(|c| c.labels_rewritten = c.labels_rewritten.wrapping_add(1));
@@ -601,19 +603,7 @@ fn set_flow_label(ctx: &TcContext, label: u32) {
 
 #[classifier]
 pub fn xdcc_tc_ingress(ctx: TcContext) -> i32 {
-    let Some(p) = parse(&ctx) else {
-        return TC_ACT_UNSPEC;
-    };
-    let key = FlowKey {
-        local_addr: p.dst,
-        remote_addr: p.src,
-        local_port: p.dport,
-        remote_port: p.sport,
-        family: p.family,
-        _pad: 0,
-    };
-    let Some(st) = FLOWS.get_ptr_mut(&key) else {
-        count(|c| c.untracked_packets = c.untracked_packets.wrapping_add(1));
+    let Some((p, st)) = parse(&ctx).and_then(|p| flow_of(&p, false).map(|st| (p, st))) else {
         return TC_ACT_UNSPEC;
     };
     let segs = p.segs as u64;

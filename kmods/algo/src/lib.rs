@@ -78,24 +78,7 @@ macro_rules! tunables {
             #[allow(clippy::should_implement_trait)]
             pub fn set(&mut self, name: &str, value: u64) -> Result<(), super::ParamError> {
                 let old = *self;
-                match name {
-                    $(stringify!($field) => {
-                        self.$field = <$t>::try_from(value).map_err(|_| super::ParamError {
-                            name: stringify!($field),
-                            value,
-                            reason: "does not fit the field",
-                            range: Some((0, <$t>::MAX as u64)),
-                        })?;
-                    })*
-                    _ => {
-                        return Err(super::ParamError {
-                            name: "(unknown)",
-                            value,
-                            reason: "unknown parameter name",
-                            range: None,
-                        })
-                    }
-                }
+                self.set_unchecked(name, value)?;
                 if let Err(e) = self.validate() {
                     *self = old;
                     return Err(e);

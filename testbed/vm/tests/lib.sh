@@ -60,19 +60,11 @@ transfer() {
     sleep 0.3
     ip netns exec snd $xfer send 10.9.2.2 5001 "$bytes" >"$out/snd" &
     local cli=$!
-    : >"$out/ss"
-    # Sample `ss` from the moment the connection exists until the sender
-    # exits (a slow guest, e.g. the KASAN kernel, may take seconds to start).
-    for _ in $(seq 1 200); do
-        ip netns exec snd ss -tnH state established dst 10.9.2.2 | grep -q . && break
-        kill -0 $cli 2>/dev/null || break
-        sleep 0.1
-    done
-    for _ in $(seq 1 3000); do
-        ip netns exec snd ss -tinH dst 10.9.2.2 >>"$out/ss" 2>/dev/null
-        kill -0 $cli 2>/dev/null || break
-        sleep 0.1
-    done
+    # Sample `ss` from inside the namespace until the sender exits: one
+    # sampler process, because every `ip netns exec` remounts sysfs, which
+    # under TCG takes longer than a whole transfer.
+    ip netns exec snd bash -c 'while kill -0 '"$cli"' 2>/dev/null; do ss -tinH dst 10.9.2.2; sleep 0.05; done' \
+        >"$out/ss" 2>/dev/null
     wait $cli
     wait $srv
     SS_LINES=$(cat "$out/ss")
