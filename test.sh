@@ -4,7 +4,8 @@
 #                         agent/CLI units (builds the eBPF programs)
 #                      2. host namespace tests of the eBPF programs, agent
 #                         and CLI (userspace/tests/netns.sh, root)
-#                      3. the kernel modules and the CLI in the qemu VM
+#                      3. the kernel modules, the CLI and the switch
+#                         profiles in the qemu VM
 #                         (builds the test kernel on first use: ~15 min)
 #   XDCC_SKIP_VM=1 ./test.sh      skip 3
 #   XDCC_SKIP_NETNS=1 ./test.sh   skip 2
@@ -34,4 +35,6 @@ if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
     echo "[test] kernel modules and the xdcc CLI in the VM (tcp_uno, tcp_gemini, tcp_oscar, tcp_smartt)" >&2
     testbed/kernel/build.sh >/dev/null
     testbed/vm/run.sh --timeout 900 testbed/vm/tests/kmods.sh
+    echo "[test] switch profiles (RED, step marking, netem) in the VM" >&2
+    testbed/vm/run.sh --timeout 300 testbed/vm/tests/switch.sh
 fi

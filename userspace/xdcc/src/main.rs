@@ -69,6 +69,10 @@ enum Cmd {
     Reroute(RerouteCmd),
     /// Print the agent's Prometheus metrics.
     Metrics,
+    /// Switch-port profiles (switch-config/): list, show, apply to or revert
+    /// an interface acting as a DC switch or WAN border port.
+    #[command(subcommand)]
+    Switch(SwitchCmd),
     /// Mark CE on every Nth ECT packet leaving an interface (a test/demo
     /// router port); runs in the foreground and prints the counts at exit.
     MarkCe {
@@ -145,6 +149,37 @@ enum TunableCmd {
     Get { cc: String, name: String },
     /// Validated before writing: a bad name or value changes nothing.
     Set { cc: String, name: String, value: String },
+}
+
+#[derive(Subcommand)]
+enum SwitchCmd {
+    /// The shipped profiles.
+    List,
+    /// A profile's values and the tc commands it renders to.
+    Show {
+        /// Shipped name or path to a .toml file.
+        profile: String,
+        #[arg(long, default_value = "IFACE")]
+        iface: String,
+        /// Line rate (per-Gbps buffers and thresholds scale with it).
+        #[arg(long)]
+        rate_mbit: Option<u64>,
+    },
+    /// Configure an interface (idempotent; nothing stays if a step fails).
+    Apply {
+        profile: String,
+        iface: String,
+        #[arg(long)]
+        netns: Option<String>,
+        #[arg(long)]
+        rate_mbit: Option<u64>,
+    },
+    /// Remove a profile from an interface (back to its default qdisc).
+    Revert {
+        iface: String,
+        #[arg(long)]
+        netns: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -317,8 +352,56 @@ fn run(cli: Cli) -> Result<()> {
             print!("{}", data.as_str().unwrap_or_default());
             Ok(())
         }
+        Cmd::Switch(c) => switch_cmd(c),
         Cmd::MarkCe { iface, every, duration } => tokio_rt()?.block_on(mark_ce(&iface, every, duration)),
     }
+}
+
+fn switch_cmd(c: SwitchCmd) -> Result<()> {
+    use xdcc_switch::{Marking, Profile, BUILTIN};
+    let load = |name: &str, rate: Option<u64>| -> Result<Profile> {
+        let p = Profile::load(name)?;
+        Ok(match rate {
+            Some(r) => p.with_rate(r)?,
+            None => p,
+        })
+    };
+    match c {
+        SwitchCmd::List => {
+            for (name, _) in BUILTIN {
+                println!("{name:<22} {}", Profile::load(name)?.description);
+            }
+        }
+        SwitchCmd::Show { profile, iface, rate_mbit } => {
+            let p = load(&profile, rate_mbit)?;
+            println!("{}", p.description);
+            println!("rate {} Mbit/s, buffer {} bytes, mtu {}", p.port.rate_mbit, p.buffer_bytes(), p.port.mtu);
+            match &p.marking {
+                Marking::None {} => println!("marking: none"),
+                m => {
+                    let (lo, hi) = p.red_thresholds();
+                    println!("marking: {m:?} -> {lo}..{hi} bytes");
+                }
+            }
+            if let Some(w) = &p.wan {
+                println!("wan: {w:?}");
+            }
+            for cmd in p.render(&iface) {
+                println!("tc {}", cmd.join(" "));
+            }
+        }
+        SwitchCmd::Apply { profile, iface, netns, rate_mbit } => {
+            let p = load(&profile, rate_mbit)?;
+            for line in xdcc_switch::apply(&p, &iface, netns.as_deref())? {
+                println!("{line}");
+            }
+        }
+        SwitchCmd::Revert { iface, netns } => {
+            xdcc_switch::revert(&iface, netns.as_deref())?;
+            println!("reverted {iface}");
+        }
+    }
+    Ok(())
 }
 
 fn tokio_rt() -> Result<tokio::runtime::Runtime> {
