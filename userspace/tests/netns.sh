@@ -181,11 +181,18 @@ reroute() {
     local cs; cs=$(new_cgroup s6)
     start_agent "$S" "$work/r.sock" "$cs" --iface s0
 
-    # active: the link of A carrying the flow now (more tx bytes in 0.5 s)
+    # active: the link of A carrying the flow now: the one that moved at
+    # least 1 MB in a second while the other moved less than 100 kB (waits
+    # out a slow start or early recovery, up to 20 s)
     active() {
-        local a0 b0 a1 b1; a0=$(tx_bytes "$A" la); b0=$(tx_bytes "$A" lb); sleep 0.5
-        a1=$(tx_bytes "$A" la); b1=$(tx_bytes "$A" lb)
-        if (((a1 - a0) > (b1 - b0))); then echo la; else echo lb; fi
+        local a0 b0 da db
+        for _ in $(seq 20); do
+            a0=$(tx_bytes "$A" la); b0=$(tx_bytes "$A" lb); sleep 1
+            da=$(( $(tx_bytes "$A" la) - a0 )); db=$(( $(tx_bytes "$A" lb) - b0 ))
+            if ((da >= 1000000 && db < 100000)); then echo la; return; fi
+            if ((db >= 1000000 && da < 100000)); then echo lb; return; fi
+        done
+        echo "netns.sh: no single active link (la $da, lb $db bytes/s)" >&2; echo none
     }
     blackhole() { in_ns "$A" nft add table inet xdcc_t; in_ns "$A" nft add chain inet xdcc_t blk '{ type filter hook forward priority 0; }'
         in_ns "$A" nft add rule inet xdcc_t blk oifname "$1" drop; }
@@ -193,14 +200,13 @@ reroute() {
     other() { [[ $1 == la ]] && echo lb || echo la; }
 
     # 1) moves on: the flow must leave the failed link
-    local n=25000000
+    local n=40000000
     rm -f "$work/ready"
     ip netns exec "$D" $XFER recv --port 6001 --out "$work/rr1.json" --ready "$work/ready" &
     local rpid=$!; wait_file "$work/ready"
     run_in_cgroup "$cs" "$S" $XFER send --to fd92:2::1 --port 6001 --bytes $n --cc cubic \
         --started "$work/rs1.started" >"$work/rs1.json" &
     local spid=$!
-    sleep 1.5
     local bad good; bad=$(active); good=$(other "$bad")
     local good0; good0=$(tx_bytes "$A" "$good")
     log "flow runs on $bad: failing it"
@@ -216,17 +222,17 @@ reroute() {
     check "moves on: flow rerouted (reroutes >= 1, reason rto)" bash -c \
         "(( $(jq .reroutes <<<"$f") >= 1 )) && [[ $(jq -r .last_reroute <<<"$f") == rto ]]"
     check "moves on: >= 50 % of the bytes crossed the other link after the failure" le $((n / 2)) $moved
+    check "moves on: the flow was on one link before the failure" test "$bad" != none
 
     # 2) moves off: labels stay pinned, the flow stays on the failed link
     in_ns "$S" "$X" --socket "$work/r.sock" reroute set enabled off >/dev/null
-    n=10000000
+    n=20000000
     rm -f "$work/ready"
     ip netns exec "$D" $XFER recv --port 6002 --out "$work/rr2.json" --ready "$work/ready" &
     rpid=$!; wait_file "$work/ready"
     run_in_cgroup "$cs" "$S" $XFER send --to fd92:2::1 --port 6002 --bytes $n --cc cubic \
         --started "$work/rs2.started" >"$work/rs2.json" &
     spid=$!
-    sleep 1
     bad=$(active); good=$(other "$bad"); good0=$(tx_bytes "$A" "$good")
     blackhole "$bad"
     sleep 4
