@@ -101,12 +101,16 @@ for p in xdcc_tc_egress xdcc_tc_ingress xdcc_sockops; do
     t0[$p]=$(bpftool prog show id "$id" -j | jq '.run_time_ns // 0'); c0[$p]=$(bpftool prog show id "$id" -j | jq '.run_cnt // 0')
 done
 gbps=$(iperf "$secs")
+total=0
 for p in xdcc_tc_egress xdcc_tc_ingress xdcc_sockops; do
     id=$(prog_id $p)
     t=$(( $(bpftool prog show id "$id" -j | jq '.run_time_ns // 0') - t0[$p] ))
     c=$(( $(bpftool prog show id "$id" -j | jq '.run_cnt // 0') - c0[$p] ))
     printf '  %-16s %10d runs %7s ns/run\n' "$p" "$c" "$( ((c > 0)) && echo $((t / c)) || echo -)"
+    total=$((total + t))
 done
+awk -v t="$total" -v s="$secs" 'BEGIN { printf "  all programs together: %.2f %% of one CPU\n", t / (s * 1e9) * 100 }'
+
 echo "  (during a $gbps Gbit/s transfer; tc runs once per GSO packet)"
 sysctl -qw kernel.bpf_stats_enabled=0
 stop_agent
