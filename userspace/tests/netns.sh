@@ -2,7 +2,7 @@
 # Host tests of the eBPF programs, the xdcc agent and the CLI, in network
 # namespaces and a cgroup made here (nothing else on the machine is touched).
 #
-#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch]   (default: all; root)
+#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [phantom]   (default: all; root)
 #
 # Needs target/release/xdcc (cargo build --release -p xdcc), python3, jq,
 # nft, bpftool and iproute2 (ebpf/install-toolchain.sh installs them).
@@ -15,7 +15,7 @@ XFER="python3 $root/userspace/tests/xfer.py"
 [[ -x $X ]] || { echo "netns.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "netns.sh: must run as root" >&2; exit 2; }
 sections=("$@")
-((${#sections[@]})) || sections=(telemetry reroute cli switch)
+((${#sections[@]})) || sections=(telemetry reroute cli switch phantom)
 
 tag=x$$
 work=$(mktemp -d /tmp/xdcc-netns.XXXXXX)
@@ -401,10 +401,39 @@ switch() {
     expect_fail "switch apply to a missing interface" "tc .*nosuch0|Cannot find device" "$X" switch apply dc-fifo nosuch0 --netns "$S"
 }
 
+# ---------------------------------------------------------------- phantom
+# Uno's phantom queue on a 50 Mbit/s port (TBF): draining at 90 % of the
+# line rate, it marks a flow that fills the port and never one paced at 40 %.
+phantom() {
+    log "phantom: marks at line rate, not at 40 % of it"
+    local S D; mkns S ph; mkns D phd
+    link "$S" p0 "$D" p1
+    ip -n "$S" addr add 10.96.0.1/24 dev p0; ip -n "$D" addr add 10.96.0.2/24 dev p1
+    for n in "$S" "$D"; do in_ns "$n" sysctl -qw net.ipv4.tcp_ecn=1; done
+    in_ns "$S" tc qdisc add dev p0 root tbf rate 50mbit burst 16k latency 50ms
+    ip netns exec "$D" iperf3 -s -p 5301 -D
+    local r
+    for r in full paced; do
+        ip netns exec "$S" "$X" mark-phantom --iface p0 --rate-mbit 50 --size-bytes 100000 >"$work/ph-$r.json" 2>"$work/ph-$r.log" &
+        local m=$!; pids+=("$m")
+        sleep 1
+        if [[ $r == full ]]; then in_ns "$S" iperf3 -c 10.96.0.2 -p 5301 -t 3 -C cubic >/dev/null
+        else in_ns "$S" iperf3 -c 10.96.0.2 -p 5301 -t 3 -C cubic --fq-rate 20M >/dev/null; fi
+        kill $m; wait $m || true
+        log "$r: $(tail -1 "$work/ph-$r.json")"
+    done
+    expect_fail "mark-phantom: kmin >= kmax refused" "kmin" "$X" mark-phantom --iface p0 --rate-mbit 50 --kmin-pct 80 --kmax-pct 20
+    expect_fail "mark-phantom: rate 0 refused" "rate-mbit" "$X" mark-phantom --iface p0 --rate-mbit 0
+    check "line-rate flow: phantom reaches kmax (80 kB)" le 80000 "$(tail -1 "$work/ph-full.json" | jq .max_queue_bytes)"
+    check "line-rate flow: ECT packets marked (> 100)" le 100 "$(tail -1 "$work/ph-full.json" | jq .marked)"
+    check "flow at 40 % of line rate: never marked" eq "$(tail -1 "$work/ph-paced.json" | jq .marked)" 0
+    check "flow at 40 %: phantom stays below kmin (20 kB)" le "$(tail -1 "$work/ph-paced.json" | jq .max_queue_bytes)" 20000
+}
+
 for s in "${sections[@]}"; do
     case $s in
-        telemetry|reroute|cli|switch) "$s" ;;
-        *) echo "netns.sh: unknown section $s (telemetry, reroute, cli, switch)" >&2; exit 2 ;;
+        telemetry|reroute|cli|switch|phantom) "$s" ;;
+        *) echo "netns.sh: unknown section $s (telemetry, reroute, cli, switch, phantom)" >&2; exit 2 ;;
     esac
 done
 echo "$passed passed, $failed failed"

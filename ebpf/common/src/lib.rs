@@ -293,6 +293,87 @@ pub struct Counters {
     pub labels_rewritten: u64,
 }
 
+/// Uno's phantom queue at a switch port (uno-sc25 §4.1; htsim
+/// compositequeue.cpp): a virtual queue that grows by every packet leaving the
+/// port and drains at `drain_bytes_per_sec` (a fraction of the line rate,
+/// 0.9 in the paper), capped at `size_bytes`; ECT packets are marked CE with
+/// a probability rising linearly from 0 at `kmin_bytes` to 1 at `kmax_bytes`.
+/// `drain_bytes_per_sec == 0` switches the marker off.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhantomConfig {
+    pub drain_bytes_per_sec: u64,
+    pub size_bytes: u64,
+    pub kmin_bytes: u64,
+    pub kmax_bytes: u64,
+}
+
+impl PhantomConfig {
+    /// Uno's defaults for a port: drain at `drain_pct` of the line rate,
+    /// marking between `kmin_pct` and `kmax_pct` of the phantom size.
+    pub fn for_port(rate_bits_per_sec: u64, drain_pct: u64, size_bytes: u64, kmin_pct: u64, kmax_pct: u64) -> Self {
+        PhantomConfig {
+            drain_bytes_per_sec: rate_bits_per_sec / 8 * drain_pct / 100,
+            size_bytes,
+            kmin_bytes: size_bytes * kmin_pct / 100,
+            kmax_bytes: size_bytes * kmax_pct / 100,
+        }
+    }
+
+    /// Why a configuration is unusable, if it is.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.drain_bytes_per_sec == 0 || self.drain_bytes_per_sec > 50_000_000_000 {
+            return Err("drain rate must be between 1 byte/s and 400 Gbit/s");
+        }
+        if self.size_bytes < 3000 || self.size_bytes > 1 << 31 {
+            return Err("phantom size must be between 3000 bytes and 2 GiB");
+        }
+        if !(self.kmin_bytes < self.kmax_bytes && self.kmax_bytes <= self.size_bytes) {
+            return Err("need kmin < kmax <= size");
+        }
+        Ok(())
+    }
+}
+
+/// Phantom-queue marker counters (index 0 of its stats array).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhantomStats {
+    pub packets: u64,
+    pub ect_packets: u64,
+    pub marked: u64,
+    /// Largest phantom queue seen, bytes.
+    pub max_queue_bytes: u64,
+}
+
+/// The phantom queue after `elapsed_us` of draining and a packet of `len`
+/// bytes (shared by the eBPF marker and its tests).
+pub const fn phantom_step(queue: u64, elapsed_us: u64, len: u64, cfg: &PhantomConfig) -> u64 {
+    // elapsed is capped at 10 s: 1e7 µs x 5e10 B/s fits in u64
+    let e = if elapsed_us > 10_000_000 { 10_000_000 } else { elapsed_us };
+    let drained = e * cfg.drain_bytes_per_sec / 1_000_000;
+    let q = if queue > drained { queue - drained } else { 0 } + len;
+    if q > cfg.size_bytes {
+        cfg.size_bytes
+    } else {
+        q
+    }
+}
+
+/// Whether to mark at phantom queue `q`, given a uniform random `r`: never
+/// below kmin, always at or above kmax, linear in between.
+pub const fn phantom_mark(q: u64, r: u32, cfg: &PhantomConfig) -> bool {
+    if q <= cfg.kmin_bytes {
+        return false;
+    }
+    if q >= cfg.kmax_bytes {
+        return true;
+    }
+    let span = cfg.kmax_bytes - cfg.kmin_bytes;
+    // P(mark) = (q - kmin) / span: r / 2^32 < (q - kmin) / span
+    ((r as u64 * span) >> 32) < q - cfg.kmin_bytes
+}
+
 /// The 20-bit IPv6 flow label for a path id: a mix of the id and the salt,
 /// never 0 (0 means "no label" and hashes as such). Distinct ids give
 /// distinct labels.
@@ -351,6 +432,10 @@ mod pod {
     unsafe impl aya::Pod for super::PathHealth {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::Counters {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::PhantomConfig {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::PhantomStats {}
 }
 
 #[cfg(test)]
@@ -413,6 +498,33 @@ mod tests {
                 assert!(seen.insert(l), "label collision for id {id} salt {salt}");
             }
         }
+    }
+
+    #[test]
+    fn phantom_queue_drains_caps_and_marks_linearly() {
+        // 50 Mbit/s port, drain at 90 %: 5.625 MB/s
+        let c = PhantomConfig::for_port(50_000_000, 90, 100_000, 20, 80);
+        assert_eq!(c.drain_bytes_per_sec, 5_625_000);
+        assert!(c.check().is_ok());
+        // 1500 B every 240 µs = line rate: grows by 1500 - 1350 = 150 B per packet
+        let mut q = 0;
+        for _ in 0..100 {
+            q = phantom_step(q, 240, 1500, &c);
+        }
+        assert_eq!(q, 1500 + 99 * 150);
+        // at 80 % of line rate it stays within one packet
+        let mut q2 = 0;
+        for _ in 0..10_000 {
+            q2 = phantom_step(q2, 300, 1500, &c);
+        }
+        assert!(q2 <= 1500);
+        assert_eq!(phantom_step(99_000, 0, 9000, &c), 100_000, "capped at its size");
+        assert_eq!(phantom_step(50_000, 20_000_000, 1500, &c), 1500, "long idle drains it");
+        assert!(!phantom_mark(20_000, 0, &c) && phantom_mark(80_000, u32::MAX, &c));
+        // halfway between kmin and kmax: about half of the draws mark
+        let marks = (0..1000u32).filter(|i| phantom_mark(50_000, i.wrapping_mul(4_294_967), &c)).count();
+        assert!((450..=550).contains(&marks), "{marks}");
+        assert!(PhantomConfig { kmin_bytes: 5, kmax_bytes: 5, ..c }.check().is_err());
     }
 
     #[test]

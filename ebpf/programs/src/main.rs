@@ -15,6 +15,8 @@
 //!   to the path id even with moves disabled.
 //! - `xdcc_mark_ce` (TCX, for a router or switch port in tests and demos):
 //!   sets CE on every Nth ECT packet, deterministically, and counts them.
+//! - `xdcc_phantom` (`phantom.rs`, TCX egress of a switch port): Uno's
+//!   phantom-queue ECN marker.
 //!
 //! Map types are in `xdcc-common`. Nothing here allocates; every loop is
 //! bounded by a constant; no arithmetic can trap (wrapping or saturating).
@@ -35,6 +37,8 @@ use aya_ebpf::{
     programs::{SockOpsContext, TcContext},
 };
 use aya_log_ebpf::{info, warn};
+
+mod phantom;
 use xdcc_common::{
     path_label, rtt_bucket, Config, Counters, FlowKey, FlowStats, PathHealth, RerouteReason, MAX_DESTS, MAX_FLOWS, MAX_FORCED,
     PATHS, RTT_BUCKETS,

@@ -122,3 +122,17 @@ pub fn force_reroute(bpf: &mut Ebpf, key: &FlowKey) -> Result<()> {
     m.insert(key, 1, 0).context("writing the FORCE map")?;
     Ok(())
 }
+
+/// Configures Uno's phantom-queue marker.
+pub fn phantom_set(bpf: &mut Ebpf, cfg: &xdcc_common::PhantomConfig) -> Result<()> {
+    let mut a: Array<&mut MapData, xdcc_common::PhantomConfig> =
+        Array::try_from(bpf.map_mut("PHANTOM_CFG").context("map PHANTOM_CFG")?)?;
+    a.set(0, *cfg, 0)?;
+    Ok(())
+}
+
+pub fn phantom_stats(bpf: &mut Ebpf) -> Result<xdcc_common::PhantomStats> {
+    let a: Array<&mut MapData, xdcc_common::PhantomStats> =
+        Array::try_from(bpf.map_mut("PHANTOM_STATS").context("map PHANTOM_STATS")?)?;
+    Ok(a.get(&0, 0)?)
+}

@@ -69,6 +69,28 @@ enum Cmd {
     Reroute(RerouteCmd),
     /// Print the agent's Prometheus metrics.
     Metrics,
+    /// Uno's phantom-queue ECN marker on an interface acting as a switch
+    /// port: a virtual queue draining at a fraction of the line rate, CE
+    /// marks between kmin and kmax of its size. Foreground; prints counts.
+    MarkPhantom {
+        #[arg(long)]
+        iface: String,
+        /// The port's line rate.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=400_000))]
+        rate_mbit: u64,
+        /// Drain rate in % of the line rate (Uno: 90).
+        #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u64).range(1..=100))]
+        drain_pct: u64,
+        /// Phantom queue size (default: 1 ms at line rate, at least 30 kB).
+        #[arg(long)]
+        size_bytes: Option<u64>,
+        #[arg(long, default_value_t = 20)]
+        kmin_pct: u64,
+        #[arg(long, default_value_t = 80)]
+        kmax_pct: u64,
+        #[arg(long)]
+        duration: Option<u64>,
+    },
     /// Switch-port profiles (switch-config/): list, show, apply to or revert
     /// an interface acting as a DC switch or WAN border port.
     #[command(subcommand)]
@@ -353,6 +375,15 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Switch(c) => switch_cmd(c),
+        Cmd::MarkPhantom { iface, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, duration } => {
+            let size = size_bytes.unwrap_or((rate_mbit * 1_000_000 / 8 / 1000).max(30_000));
+            if !(kmin_pct < kmax_pct && kmax_pct <= 100) {
+                bail!("need --kmin-pct < --kmax-pct <= 100 (got {kmin_pct}, {kmax_pct})");
+            }
+            let cfg = xdcc_common::PhantomConfig::for_port(rate_mbit * 1_000_000, drain_pct, size, kmin_pct, kmax_pct);
+            cfg.check().map_err(|e| anyhow::anyhow!("phantom queue: {e}"))?;
+            tokio_rt()?.block_on(mark_phantom(&iface, cfg, duration))
+        }
         Cmd::MarkCe { iface, every, duration } => tokio_rt()?.block_on(mark_ce(&iface, every, duration)),
     }
 }
@@ -482,14 +513,29 @@ fn print_reroute(s: &RerouteSettings) {
     }
 }
 
-async fn mark_ce(iface: &str, every: u64, duration: Option<u64>) -> Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
+async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Option<u64>) -> Result<()> {
     agent::check_interface(iface).await?;
     let mut bpf = ebpf::load()?;
     let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
-    ebpf::mark_ce_set(&mut bpf, every)?;
-    ebpf::attach_tc(&mut bpf, "xdcc_mark_ce", iface, aya::programs::TcAttachType::Egress)?;
-    println!("marking CE on every {every}th ECT packet leaving {iface}");
+    ebpf::phantom_set(&mut bpf, &cfg)?;
+    ebpf::attach_tc(&mut bpf, "xdcc_phantom", iface, aya::programs::TcAttachType::Egress)?;
+    println!(
+        "phantom queue on {iface}: drain {} B/s, size {} B, marking {}..{} B",
+        cfg.drain_bytes_per_sec, cfg.size_bytes, cfg.kmin_bytes, cfg.kmax_bytes
+    );
+    wait_stop(duration).await?;
+    let s = ebpf::phantom_stats(&mut bpf)?;
+    println!(
+        "{}",
+        serde_json::json!({ "iface": iface, "packets": s.packets, "ect_packets": s.ect_packets,
+            "marked": s.marked, "max_queue_bytes": s.max_queue_bytes })
+    );
+    Ok(())
+}
+
+/// Until SIGINT/SIGTERM or `duration` seconds.
+async fn wait_stop(duration: Option<u64>) -> Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let sleep = tokio::time::sleep(Duration::from_secs(duration.unwrap_or(u64::MAX / 4)));
@@ -498,6 +544,17 @@ async fn mark_ce(iface: &str, every: u64, duration: Option<u64>) -> Result<()> {
         _ = int.recv() => {}
         _ = sleep => {}
     }
+    Ok(())
+}
+
+async fn mark_ce(iface: &str, every: u64, duration: Option<u64>) -> Result<()> {
+    agent::check_interface(iface).await?;
+    let mut bpf = ebpf::load()?;
+    let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
+    ebpf::mark_ce_set(&mut bpf, every)?;
+    ebpf::attach_tc(&mut bpf, "xdcc_mark_ce", iface, aya::programs::TcAttachType::Egress)?;
+    println!("marking CE on every {every}th ECT packet leaving {iface}");
+    wait_stop(duration).await?;
     let (seen, marked) = ebpf::mark_ce_counts(&mut bpf)?;
     println!("{}", serde_json::json!({ "iface": iface, "every": every, "ect_packets": seen, "marked_segments": marked }));
     Ok(())

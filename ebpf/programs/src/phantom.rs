@@ -1,0 +1,98 @@
+//! Uno's phantom-queue marker for a Linux switch port (TCX egress).
+//!
+//! A virtual queue grows by every packet leaving the port and drains at a
+//! fraction of the line rate (uno-sc25 §4.1: 0.9), so it signals congestion
+//! before the physical queue builds; ECT packets are marked CE with a
+//! probability rising linearly between kmin and kmax of its size (htsim
+//! compositequeue.cpp). The queue state is one u64 — bytes in the upper 32
+//! bits, the time of the last update in µs (mod 2^32) in the lower — updated
+//! with compare-and-swap, so all CPUs feeding the port share one queue.
+
+use core::intrinsics::{atomic_cxchg, atomic_xadd, AtomicOrdering};
+
+use aya_ebpf::{
+    bindings::TC_ACT_UNSPEC,
+    helpers::{bpf_get_prandom_u32, bpf_ktime_get_ns, bpf_skb_ecn_set_ce},
+    macros::{classifier, map},
+    maps::Array,
+    programs::TcContext,
+};
+use xdcc_common::{phantom_mark, phantom_step, PhantomConfig, PhantomStats};
+
+#[map]
+static PHANTOM_CFG: Array<PhantomConfig> = Array::with_max_entries(1, 0);
+/// [0]: the packed queue state.
+#[map]
+static PHANTOM_STATE: Array<u64> = Array::with_max_entries(1, 0);
+#[map]
+static PHANTOM_STATS: Array<PhantomStats> = Array::with_max_entries(1, 0);
+
+/// Compare-and-swap attempts before the packet just passes unaccounted
+/// (only under heavy contention; keeps the verifier's work bounded).
+const CAS_TRIES: u32 = 4;
+const ECN_MASK: u8 = 3;
+
+#[classifier]
+pub fn xdcc_phantom(ctx: TcContext) -> i32 {
+    let Some(cfg) = PHANTOM_CFG.get(0) else {
+        return TC_ACT_UNSPEC;
+    };
+    let cfg = *cfg;
+    if cfg.drain_bytes_per_sec == 0 {
+        return TC_ACT_UNSPEC;
+    }
+    let (Some(state), Some(stats)) = (PHANTOM_STATE.get_ptr_mut(0), PHANTOM_STATS.get_ptr_mut(0)) else {
+        return TC_ACT_UNSPEC;
+    };
+    let len = ctx.len() as u64;
+    // SAFETY: helper without arguments.
+    let now_us = (unsafe { bpf_ktime_get_ns() } / 1000) as u32;
+    let mut queue = 0u64;
+    for _ in 0..CAS_TRIES {
+        // SAFETY: `state` is a live array value, 8-byte aligned.
+        let old = unsafe { core::ptr::read_volatile(state) };
+        let (q0, t0) = (old >> 32, old as u32);
+        let elapsed = if old == 0 { 0 } else { now_us.wrapping_sub(t0) as u64 };
+        let q = phantom_step(q0, elapsed, len, &cfg);
+        let new = (q << 32) | now_us as u64;
+        // SAFETY: as above; BPF_CMPXCHG on a map value.
+        let (_, swapped) = unsafe { atomic_cxchg::<u64, { AtomicOrdering::SeqCst }, { AtomicOrdering::SeqCst }>(state, old, new) };
+        if swapped {
+            queue = q;
+            break;
+        }
+    }
+    // SAFETY: `stats` is a live array value; counters use atomic adds, the
+    // maximum a racy read-compare-write (a lost update only lowers it).
+    unsafe {
+        atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(core::ptr::addr_of_mut!((*stats).packets), 1);
+        if queue > (*stats).max_queue_bytes {
+            (*stats).max_queue_bytes = queue;
+        }
+    }
+    if queue == 0 || !is_ect(&ctx) {
+        return TC_ACT_UNSPEC;
+    }
+    // SAFETY: as above.
+    unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(core::ptr::addr_of_mut!((*stats).ect_packets), 1) };
+    // SAFETY: helper without arguments.
+    let r = unsafe { bpf_get_prandom_u32() };
+    // SAFETY: helper on the context's skb (returns 1 if it set CE).
+    if phantom_mark(queue, r, &cfg) && unsafe { bpf_skb_ecn_set_ce(ctx.skb.skb) } == 1 {
+        // SAFETY: as above.
+        unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(core::ptr::addr_of_mut!((*stats).marked), 1) };
+    }
+    TC_ACT_UNSPEC
+}
+
+/// ECT(0) or ECT(1), IPv4 or IPv6 (CE packets are already marked).
+#[inline(always)]
+fn is_ect(ctx: &TcContext) -> bool {
+    let Ok(proto) = ctx.load::<u16>(12) else { return false };
+    let ecn = match u16::from_be(proto) {
+        0x0800 => ctx.load::<u8>(15).map(|tos| tos & ECN_MASK).unwrap_or(0),
+        0x86dd => ctx.load::<u8>(15).map(|b| (b >> 4) & ECN_MASK).unwrap_or(0),
+        _ => 0,
+    };
+    ecn == 1 || ecn == 2
+}
