@@ -17,6 +17,8 @@
 //!   sets CE on every Nth ECT packet, deterministically, and counts them.
 //! - `xdcc_phantom` (`phantom.rs`, TCX egress of a switch port): Uno's
 //!   phantom-queue ECN marker.
+//! - `xdcc_amrt` (`amrt.rs`, TCX at a switch port's dequeue point): AMRT's
+//!   anti-ECN marker (CE = spare bandwidth).
 //!
 //! Map types are in `xdcc-common`. Nothing here allocates; every loop is
 //! bounded by a constant; no arithmetic can trap (wrapping or saturating).
@@ -38,6 +40,7 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::{info, warn};
 
+mod amrt;
 mod phantom;
 use xdcc_common::{
     path_label, rtt_bucket, Config, Counters, FlowKey, FlowStats, PathHealth, RerouteReason, MAX_DESTS, MAX_FLOWS, MAX_FORCED,

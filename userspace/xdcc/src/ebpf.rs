@@ -136,3 +136,19 @@ pub fn phantom_stats(bpf: &mut Ebpf) -> Result<xdcc_common::PhantomStats> {
         Array::try_from(bpf.map_mut("PHANTOM_STATS").context("map PHANTOM_STATS")?)?;
     Ok(a.get(&0, 0)?)
 }
+
+/// Configures AMRT's anti-ECN marker: line rate, MTU, transit mode (AND).
+pub fn amrt_set(bpf: &mut Ebpf, rate_bps: u64, mtu: u64, transit: bool) -> Result<()> {
+    let mut a: Array<&mut MapData, u64> = Array::try_from(bpf.map_mut("AMRT_CFG").context("map AMRT_CFG")?)?;
+    let ps_per_byte = 8_000_000_000_000 / rate_bps;
+    a.set(0, ps_per_byte, 0)?;
+    a.set(1, mtu * ps_per_byte / 1000, 0)?;
+    a.set(2, transit as u64, 0)?;
+    Ok(())
+}
+
+/// (ECN-capable packets, marked CE, CE cleared).
+pub fn amrt_stats(bpf: &mut Ebpf) -> Result<(u64, u64, u64)> {
+    let a: Array<&mut MapData, u64> = Array::try_from(bpf.map_mut("AMRT_STATS").context("map AMRT_STATS")?)?;
+    Ok((a.get(&0, 0)?, a.get(&1, 0)?, a.get(&2, 0)?))
+}

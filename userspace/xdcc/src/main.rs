@@ -91,6 +91,26 @@ enum Cmd {
         #[arg(long)]
         duration: Option<u64>,
     },
+    /// AMRT's anti-ECN marker: CE on packets that follow at least one MTU's
+    /// transmission time of idle link (spare bandwidth). Attach it where
+    /// packets appear at their dequeue time: the ingress of the next hop.
+    MarkAmrt {
+        #[arg(long)]
+        iface: String,
+        /// Line rate of the port whose dequeue times the hook sees.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=400_000))]
+        rate_mbit: u64,
+        #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u64).range(576..=9216))]
+        mtu: u64,
+        /// ingress (default: the next hop of a shaped port) or egress.
+        #[arg(long, default_value = "ingress", value_parser = ["ingress", "egress"])]
+        hook: String,
+        /// Transit switch: CE = CE AND spare (default: first hop, CE = spare).
+        #[arg(long)]
+        transit: bool,
+        #[arg(long)]
+        duration: Option<u64>,
+    },
     /// Switch-port profiles (switch-config/): list, show, apply to or revert
     /// an interface acting as a DC switch or WAN border port.
     #[command(subcommand)]
@@ -375,6 +395,9 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Switch(c) => switch_cmd(c),
+        Cmd::MarkAmrt { iface, rate_mbit, mtu, hook, transit, duration } => {
+            tokio_rt()?.block_on(mark_amrt(&iface, rate_mbit, mtu, &hook, transit, duration))
+        }
         Cmd::MarkPhantom { iface, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, duration } => {
             let size = size_bytes.unwrap_or((rate_mbit * 1_000_000 / 8 / 1000).max(30_000));
             if !(kmin_pct < kmax_pct && kmax_pct <= 100) {
@@ -530,6 +553,20 @@ async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Op
         serde_json::json!({ "iface": iface, "packets": s.packets, "ect_packets": s.ect_packets,
             "marked": s.marked, "max_queue_bytes": s.max_queue_bytes })
     );
+    Ok(())
+}
+
+async fn mark_amrt(iface: &str, rate_mbit: u64, mtu: u64, hook: &str, transit: bool, duration: Option<u64>) -> Result<()> {
+    agent::check_interface(iface).await?;
+    let mut bpf = ebpf::load()?;
+    let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
+    ebpf::amrt_set(&mut bpf, rate_mbit * 1_000_000, mtu, transit)?;
+    let h = if hook == "egress" { aya::programs::TcAttachType::Egress } else { aya::programs::TcAttachType::Ingress };
+    ebpf::attach_tc(&mut bpf, "xdcc_amrt", iface, h)?;
+    println!("AMRT anti-ECN marking on {iface} ({hook}, {rate_mbit} Mbit/s, {})", if transit { "transit" } else { "first hop" });
+    wait_stop(duration).await?;
+    let (ect, marked, cleared) = ebpf::amrt_stats(&mut bpf)?;
+    println!("{}", serde_json::json!({ "iface": iface, "ecn_packets": ect, "marked": marked, "cleared": cleared }));
     Ok(())
 }
 

@@ -1,0 +1,105 @@
+//! AMRT's anti-ECN marker for a Linux switch port (amrt-icpp20 §4.1).
+//!
+//! A switch marks a packet CE when the link was idle, before it, for at
+//! least one MTU's transmission time ("spare bandwidth"); along a path the
+//! marks AND (a switch without spare bandwidth clears CE to ECT(0)).
+//! Linux has no eBPF hook at qdisc dequeue, so the program runs where
+//! packets appear at their dequeue times: the TCX *ingress* of the next hop
+//! (e.g. the peer of a veth whose egress qdisc shapes the port), or the
+//! egress of a port without a queue of its own. Idle time = gap since the
+//! previous packet minus that packet's own transmission time. State: one
+//! u64 {previous length (16 bits), time in ns (48 bits)} swapped atomically.
+
+use core::intrinsics::{atomic_xadd, atomic_xchg, AtomicOrdering};
+
+use aya_ebpf::{
+    bindings::TC_ACT_UNSPEC,
+    helpers::{bpf_ktime_get_ns, bpf_skb_ecn_set_ce},
+    macros::{classifier, map},
+    maps::Array,
+    programs::TcContext,
+};
+
+/// [0] picoseconds per byte at line rate (0 = off), [1] one MTU's
+/// transmission time in ns, [2] mode: 0 = first hop (CE = spare),
+/// 1 = transit (CE = CE AND spare).
+#[map]
+static AMRT_CFG: Array<u64> = Array::with_max_entries(3, 0);
+#[map]
+static AMRT_STATE: Array<u64> = Array::with_max_entries(1, 0);
+/// [0] ECN-capable packets, [1] marked CE (spare), [2] CE cleared (no spare).
+#[map]
+static AMRT_STATS: Array<u64> = Array::with_max_entries(3, 0);
+
+const TIME_MASK: u64 = (1 << 48) - 1;
+
+#[classifier]
+pub fn xdcc_amrt(ctx: TcContext) -> i32 {
+    let (Some(ps_per_byte), Some(mtu_ns), Some(mode)) = (AMRT_CFG.get(0), AMRT_CFG.get(1), AMRT_CFG.get(2)) else {
+        return TC_ACT_UNSPEC;
+    };
+    let (ps_per_byte, mtu_ns, mode) = (*ps_per_byte, *mtu_ns, *mode);
+    let Some(state) = AMRT_STATE.get_ptr_mut(0) else {
+        return TC_ACT_UNSPEC;
+    };
+    if ps_per_byte == 0 {
+        return TC_ACT_UNSPEC;
+    }
+    let len = ctx.len() as u64;
+    // SAFETY: helper without arguments.
+    let now = unsafe { bpf_ktime_get_ns() } & TIME_MASK;
+    let cur = (len.min(0xffff) << 48) | now;
+    // SAFETY: `state` is a live array value, 8-byte aligned (BPF_XCHG).
+    let prev = unsafe { atomic_xchg::<u64, { AtomicOrdering::SeqCst }>(state, cur) };
+    let (prev_len, prev_t) = (prev >> 48, prev & TIME_MASK);
+    let gap = now.wrapping_sub(prev_t) & TIME_MASK;
+    let prev_tx = prev_len.wrapping_mul(ps_per_byte) / 1000;
+    let spare = prev != 0 && gap.saturating_sub(prev_tx) >= mtu_ns;
+
+    let Ok(proto) = ctx.load::<u16>(12) else { return TC_ACT_UNSPEC };
+    let v6 = match u16::from_be(proto) {
+        0x0800 => false,
+        0x86dd => true,
+        _ => return TC_ACT_UNSPEC,
+    };
+    let Ok(b) = ctx.load::<u8>(15) else { return TC_ACT_UNSPEC };
+    let ecn = if v6 { (b >> 4) & 3 } else { b & 3 };
+    if ecn == 0 {
+        return TC_ACT_UNSPEC; // not ECN-capable: AMRT only marks ECN packets
+    }
+    count(0);
+    if spare && (mode == 0 || ecn == 3) {
+        // SAFETY: helper on the context's skb.
+        if ecn != 3 && unsafe { bpf_skb_ecn_set_ce(ctx.skb.skb) } == 1 {
+            count(1);
+        } else if ecn == 3 {
+            count(1);
+        }
+    } else if ecn == 3 && clear_ce(&ctx, v6, b) {
+        count(2);
+    }
+    TC_ACT_UNSPEC
+}
+
+#[inline(always)]
+fn count(i: u32) {
+    if let Some(c) = AMRT_STATS.get_ptr_mut(i) {
+        // SAFETY: live array value, atomic add with the result unused.
+        unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(c, 1) };
+    }
+}
+
+/// CE → ECT(0). IPv4 also fixes the header checksum (the TOS byte is the low
+/// half of the 16-bit word at offset 14 of the Ethernet frame).
+#[inline(always)]
+fn clear_ce(ctx: &TcContext, v6: bool, b: u8) -> bool {
+    if v6 {
+        let nb = (b & !0x30) | 0x20;
+        return ctx.store(15, &nb, 0).is_ok();
+    }
+    let Ok(word) = ctx.load::<u16>(14) else { return false };
+    let nb = (b & !3) | 2;
+    let new_word = (u16::from_be(word) & 0xff00) | nb as u16;
+    // checksum at 14 + 10; from/to in network order
+    ctx.l3_csum_replace(24, word as u64, new_word.to_be() as u64, 2).is_ok() && ctx.store(15, &nb, 0).is_ok()
+}
