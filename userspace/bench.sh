@@ -28,8 +28,7 @@ agent=""
 cleanup() {
     set +e
     [[ -n $agent ]] && { kill "$agent"; wait "$agent"; }
-    pkill -f "iperf3 -s -p 52" 2>/dev/null
-    ip netns del "$A" 2>/dev/null; ip netns del "$B" 2>/dev/null
+    for n in "$A" "$B"; do ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null; ip netns del "$n" 2>/dev/null; done
     sysctl -qw kernel.bpf_stats_enabled=0
     if mountpoint -q "$cg"; then
         xargs -r kill <"$cg/$tag/cgroup.procs" 2>/dev/null; sleep 0.2; rmdir "$cg/$tag"; umount "$cg"

@@ -29,7 +29,10 @@ cleanup() {
     set +e
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-    for n in "${nss[@]}"; do ip netns del "$n" 2>/dev/null; done
+    for n in "${nss[@]}"; do
+        ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null # daemons (iperf3 -D) die with it
+        ip netns del "$n" 2>/dev/null
+    done
     if mountpoint -q "$cg"; then
         for d in "$cg"/"$tag"-*; do
             [[ -d $d ]] || continue
