@@ -66,9 +66,16 @@ test_cc() {
     check "$mod: setsockopt(TCP_CONGESTION) selects it for one socket" test "$used" = "$cc"
     net_down
 
-    # RED ECN-marking bottleneck.
+    # RED ECN-marking bottleneck. Under TCG the router's HTB timer sometimes
+    # stalls ("htb: too many events"), RED drops the ECT SYN and the
+    # connection falls back to no ECN: such a run is repeated once.
     net_up red
     transfer "$cc" 4000000
+    if ((ecn)) && [[ $XFER_OK == 1 && $DELIVERED_CE == 0 ]]; then
+        echo "  red/ecn: no CE echoed (ECN not negotiated?): repeating the run once"
+        net_down; sleep 0.5; net_up red
+        transfer "$cc" 4000000
+    fi
     check "$mod: transfer through a RED/ECN bottleneck is byte-exact" test "$XFER_OK" = 1
     local red_cwnd=$MED_CWND
     echo "  red/ecn: median cwnd $red_cwnd (fifo $fifo_cwnd), median rtt ${MED_RTT} ms, CE-marked packets delivered $DELIVERED_CE, last pacing ${LAST_PACING:-none}"
