@@ -145,10 +145,11 @@ test_cc() {
         (sleep 0.7; ip netns exec snd $xfer send 10.9.2.2 5004 4000000 --cc cubic >/dev/null) &
         transfer "$cc" 2500000
         wait
-        local p
-        p=$(to_bps "$LAST_PACING")
-        echo "  against cubic: pacing $LAST_PACING, median cwnd $MED_CWND"
-        check "$mod: pacing_rate set and below line rate while the queue is above target ($LAST_PACING)" test "$p" -gt 0 -a "$p" -lt 20000000
+        # Judged on the median over the second half (while cubic holds the
+        # queue): the last sample can fall after cubic has finished.
+        echo "  against cubic: median pacing ${MED_PACING}bps (last $LAST_PACING), median cwnd $MED_CWND"
+        check "$mod: pacing_rate set and below line rate while the queue is above target (${MED_PACING}bps)" \
+            test "$MED_PACING" -gt 0 -a "$MED_PACING" -lt 20000000
         net_down
     fi
 

@@ -46,7 +46,8 @@ net_down() {
 
 # transfer CC BYTES: sends BYTES from snd to rcv with the netns default CC
 # set to CC; samples `ss -tin` on the sender while it runs. Sets XFER_OK,
-# SS_LINES (all samples), MAX_CWND, LAST_PACING (bit/s).
+# SS_LINES (all samples of the connection to port 5001), MAX_CWND, MED_CWND, MED_RTT, LAST_PACING and
+# MED_PACING (bit/s, median over the second half of the samples).
 transfer() {
     local cc=$1 bytes=$2 out
     out=$(mktemp -d)
@@ -63,7 +64,7 @@ transfer() {
     # Sample `ss` from inside the namespace until the sender exits: one
     # sampler process, because every `ip netns exec` remounts sysfs, which
     # under TCG takes longer than a whole transfer.
-    ip netns exec snd bash -c 'while kill -0 '"$cli"' 2>/dev/null; do ss -tinH dst 10.9.2.2; sleep 0.05; done' \
+    ip netns exec snd bash -c 'while kill -0 '"$cli"' 2>/dev/null; do ss -tinH dst 10.9.2.2:5001; sleep 0.05; done' \
         >"$out/ss" 2>/dev/null
     wait $cli
     wait $srv
@@ -85,6 +86,12 @@ transfer() {
     DELIVERED_CE=$(grep -o 'delivered_ce:[0-9]*' "$out/ss" | cut -d: -f2 | sort -n | tail -1)
     DELIVERED_CE=${DELIVERED_CE:-0}
     LAST_PACING=$(grep -o 'pacing_rate [0-9.]*[KMG]\?bps' "$out/ss" | tail -1 | awk '{print $2}')
+    local pacings p
+    pacings=$(grep -o 'pacing_rate [0-9.]*[KMG]\?bps' "$out/ss" | awk '{print $2}' \
+        | while read -r p; do to_bps "$p"; echo; done)
+    pacings=$(tail -n $(( ($(wc -l <<<"$pacings") + 1) / 2 )) <<<"$pacings" | sort -n)
+    MED_PACING=$(sed -n "$(( ($(wc -l <<<"$pacings") + 1) / 2 ))p" <<<"$pacings")
+    MED_PACING=${MED_PACING:-0}
     SENT_CC=$(awk '{print $3}' "$out/snd")
     rm -rf "$out"
 }
