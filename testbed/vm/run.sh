@@ -40,7 +40,7 @@ for a in "$root" "$script" "$@"; do
 done
 
 # The guest uses the host's tools: qemu and busybox here, iproute2, kmod,
-# procps and python3 inside the guest.
+# procps, python3, ethtool, ping and iperf3 inside the guest.
 need=()
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 [[ -x /bin/busybox ]] || need+=(busybox-static)
@@ -48,6 +48,10 @@ command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 [[ -x /usr/sbin/insmod || -x /sbin/insmod ]] || need+=(kmod)
 [[ -x /usr/sbin/sysctl || -x /sbin/sysctl ]] || need+=(procps)
 [[ -x /usr/bin/python3 ]] || need+=(python3)
+# The 2-DC testbed (testbed/runner) also uses ethtool, ping and iperf3.
+[[ -x /usr/sbin/ethtool || -x /sbin/ethtool ]] || need+=(ethtool)
+[[ -x /usr/bin/ping || -x /bin/ping ]] || need+=(iputils-ping)
+[[ -x /usr/bin/iperf3 ]] || need+=(iperf3)
 if ((${#need[@]})); then
     echo "[vm] installing ${need[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""Runs inside the test VM (testbed/run.sh boots it): for each sweep point and
+CC of a scenario, build the 2-DC topology, configure the CC, run the traffic,
+sample sockets and queues, and write one raw JSON per run to OUT/raw/.
+
+    guest.py run SCENARIO OUT [--cc a,b] [--duration S]
+    guest.py topo-test [SCENARIO]      build, check, tear down (the CI test)
+    guest.py capacity OUT              what rates the VM sustains
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flowgen  # noqa: E402
+import netns  # noqa: E402
+import nlstats  # noqa: E402
+import scenario as scen  # noqa: E402
+import topology  # noqa: E402
+
+ROOT = topology.ROOT
+XDCC = os.environ.get("XDCC_BIN", os.path.join(ROOT, "target", "release", "xdcc"))
+LONG_PORT0 = 5201
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def load_cc(cc, t, extra):
+    """Kernel side of a CC: load our module, tell it the network (link rate
+    and base RTTs, from which it derives its tunables), then the scenario's
+    own tunables, validated by the CLI."""
+    if cc not in scen.XDCC_CCS:
+        return {}
+    if not os.path.isdir(f"/sys/module/tcp_{cc}"):
+        subprocess.run(["insmod", os.path.join(ROOT, "kmods", f"tcp_{cc}.ko")], check=True)
+    net = {"net_link_rate_mbps": t["dc"]["rate_mbit"], "net_intra_rtt_us": t["dc"]["intra_rtt_us"],
+           "net_inter_rtt_us": topology.inter_rtt_us(t), "net_mtu": 1500}
+    for k, v in list(net.items()) + list(extra.items()):
+        subprocess.run([XDCC, "tunable", "set", cc, k, str(v)], check=True, capture_output=True, text=True)
+    out = subprocess.run([XDCC, "tunable", "list", cc], capture_output=True, text=True).stdout
+    return {"tunables": out}
+
+
+def addr(host, v6):
+    return topology.host_addr(host, v6)
+
+
+class Sampler(threading.Thread):
+    """Every sample_ms: tcp_info of each long flow (sender side) and the
+    counters of every monitored port."""
+
+    def __init__(self, t0, period, senders, long_ports, ports):
+        super().__init__(daemon=True)
+        self.t0, self.period = t0, period
+        self.socks = {h: nlstats.Sockets(h) for h in senders}
+        self.long_ports = long_ports
+        self.ports = [(p, nlstats.Qdiscs(ns), topology.ifindex(ns, dev)) for p, ns, dev in ports]
+        self.flows = {}
+        self.queues = {p: [] for p, _, _ in ports}
+        self.stop = threading.Event()
+
+    def run(self):
+        nxt = time.monotonic()
+        while not self.stop.is_set():
+            now = time.monotonic() - self.t0
+            for h, s in self.socks.items():
+                best = {}
+                for f in s.dump():
+                    fid = self.long_ports.get((h, f["dport"]))
+                    if fid is not None and f.get("bytes_acked", 0) >= best.get(fid, {}).get("bytes_acked", -1):
+                        best[fid] = f
+                for fid, f in best.items():
+                    self.flows.setdefault(fid, []).append(
+                        [round(now, 4), f.get("bytes_acked", 0), f.get("cwnd", 0), f.get("rtt_us", 0),
+                         f.get("total_retrans", 0), f.get("delivered_ce", 0), f.get("pacing_rate", 0),
+                         f.get("cc", "")])
+            for p, q, idx in self.ports:
+                st = q.dump().get(idx)
+                if st:
+                    self.queues[p].append([round(now, 4), st["backlog"], st["qlen"], st["bytes"], st["drops"]])
+            nxt += self.period
+            self.stop.wait(max(0.0, nxt - time.monotonic()))
+
+
+def parse_port(spec):
+    ns, _, dev = spec.partition(":")
+    if not dev:
+        raise scen.ScenarioError(f"port '{spec}' must be namespace:interface, e.g. dc1sw:h1")
+    return ns, dev
+
+
+def one_run(s, t, cc, label, out, idx, total):
+    run_id = cc + (f"-{label}" if label else "")
+    work = os.path.join(out, "raw", run_id + ".profiles")
+    os.makedirs(work, exist_ok=True)
+    if cc in s["profiles"]:
+        t = topology.merge(t, {"dc": {"switch_profile": s["profiles"][cc]}})
+    applied = topology.build(t, work, XDCC, log)
+    cc_info = load_cc(cc, t, s["tunables"].get(cc, {}))
+    for h in topology.hosts(t):
+        netns.sysctl(h, "net.ipv4.tcp_congestion_control", cc)
+        netns.sysctl(h, "net.ipv4.tcp_no_metrics_save", 1)
+    v6 = s["ipv6"]
+    dur = s["duration_s"]
+
+    # Traffic plan.
+    flows, long_ports, senders = [], {}, set()
+    port = LONG_PORT0
+    for grp in s["long"]:
+        for i, src in enumerate(grp["from"]):
+            start = grp.get("start_s", 0) + i * grp.get("start_step_s", 0)
+            fid = len(flows)
+            flows.append({"id": fid, "kind": "long", "src": src, "dst": grp["to"], "port": port,
+                          "start_s": start, "stop_s": grp.get("stop_s", dur),
+                          "class": "intra" if topology.same_dc(src, grp["to"]) else "inter"})
+            long_ports[(src, port)] = fid
+            senders.add(src)
+            port += 1
+    servers = {}
+    fct = []
+    events = []  # (time, kind, args)
+    for f in flows:
+        events.append((f["start_s"], "long", f))
+    for grp in s["incast"]:
+        for at in grp["at_s"]:
+            for src in grp["from"]:
+                events.append((at, "fct", (src, grp["to"], grp["bytes"], "incast")))
+        servers[grp["to"]] = None
+    w = s.get("workload")
+    if w:
+        events += workload_events(s, t, w, servers)
+    events.sort(key=lambda e: e[0])
+    for h in servers:
+        servers[h] = flowgen.Server(h)
+
+    # iperf3 servers for the long flows (one-off, one per flow).
+    procs = []
+    for f in flows:
+        procs.append(netns.popen(f["dst"], ["iperf3", "-s", "-1", "-p", str(f["port"])],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    time.sleep(0.5)
+    ports = [(p, *parse_port(p)) for p in [s["bottleneck"]] + s["monitor"]]
+    t0 = time.monotonic()
+    sampler = Sampler(t0, s["sample_ms"] / 1000.0, sorted(senders), long_ports, ports)
+    sampler.start()
+    clients, threads = {}, []
+    wall0 = time.time()
+    last_progress = 0
+    ev = 0
+    while True:
+        now = time.monotonic() - t0
+        while ev < len(events) and events[ev][0] <= now:
+            _, kind, a = events[ev]
+            ev += 1
+            if kind == "long":
+                n = max(1, int(round(a["stop_s"] - a["start_s"])))
+                clients[a["id"]] = netns.popen(
+                    a["src"], ["iperf3", "-c", addr(a["dst"], v6), "-p", str(a["port"]), "-t", str(n),
+                               "-C", cc, "-J", "--connect-timeout", "5000"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            else:
+                src, dst, size, cls = a
+                meta = {"src": src, "dst": dst, "kind": cls, "at_s": round(now, 3),
+                        "class": "intra" if topology.same_dc(src, dst) else "inter"}
+                threads.append(flowgen.start_flow(src, addr(dst, v6), size, cc, fct, meta))
+        if now >= dur:
+            break
+        if now - last_progress >= 5:
+            last_progress = now
+            log(f"[tb] run {idx}/{total} {run_id}: {int(now)}/{dur} s, "
+                f"{sum(1 for p in clients.values() if p.poll() is None)} long flows up, {len(fct)} sized flows done")
+        time.sleep(0.02)
+    # Let sized flows finish (bounded), then stop sampling.
+    deadline = time.monotonic() + max(10, dur // 2)
+    for th in threads:
+        th.join(timeout=max(0.0, deadline - time.monotonic()))
+    for f in flows:
+        p = clients.get(f["id"])
+        if p is None:
+            continue
+        try:
+            so, _ = p.communicate(timeout=15)
+            j = json.loads(so)
+            f["iperf3"] = {"sent_bytes": j["end"]["sum_sent"]["bytes"],
+                           "received_bytes": j["end"]["sum_received"]["bytes"],
+                           "retransmits": j["end"]["sum_sent"].get("retransmits", 0),
+                           "error": j.get("error")}
+        except (subprocess.TimeoutExpired, ValueError, KeyError) as e:
+            p.kill()
+            f["iperf3"] = {"error": f"iperf3 gave no result: {e}"}
+    sampler.stop.set()
+    sampler.join()
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    for srv in servers.values():
+        srv.close()
+    unfinished = sum(1 for th in threads if th.is_alive())
+    raw = {
+        "scenario": s["name"], "cc": cc, "label": label, "run_id": run_id, "started": wall0,
+        "duration_s": dur, "sample_ms": s["sample_ms"], "ipv6": v6,
+        "topology": t, "inter_rtt_us": topology.inter_rtt_us(t), "ports": applied,
+        "bottleneck": s["bottleneck"], "monitor": s["monitor"],
+        "port_rates_mbit": {p: port_rate(applied, ns, dev) for p, ns, dev in ports},
+        "cc_info": cc_info, "flows": flows,
+        "samples": {str(k): v for k, v in sampler.flows.items()},
+        "sample_fields": ["t", "bytes_acked", "cwnd", "rtt_us", "total_retrans", "delivered_ce",
+                          "pacing_rate", "cc"],
+        "queues": sampler.queues, "queue_fields": ["t", "backlog_bytes", "qlen", "sent_bytes", "drops"],
+        "fct": list(fct), "fct_unfinished": unfinished,
+    }
+    with open(os.path.join(out, "raw", run_id + ".json"), "w") as fh:
+        json.dump(raw, fh)
+    log(f"[tb] run {idx}/{total} {run_id}: done ({len(fct)} sized flows, {unfinished} unfinished)")
+    topology.teardown(t)
+
+
+def port_rate(applied, ns, dev):
+    for a in applied:
+        if a["ns"] == ns and a["dev"] == dev:
+            return a["rate_mbit"]
+    return None
+
+
+def workload_events(s, t, w, servers):
+    """Poisson arrivals of sized flows; 1 - inter_fraction of them within a
+    DC (intra CDF), the rest to the other DC (inter CDF), offered load
+    `load` of the hosts' NIC capacity (as the HPCC/Uno generators define it)."""
+    rng = flowgen.new_rng(w.get("seed", 1))
+    hosts = w.get("hosts") or topology.hosts(t)
+    intra = flowgen.load_cdf(scen.workload_path(w.get("intra_cdf", "websearch_dctcp_hpcc.txt")))
+    inter = flowgen.load_cdf(scen.workload_path(w.get("inter_cdf", "alibaba_interdc_wan_2021_uno.txt")))
+    fi, si, se = w.get("inter_fraction", 0.2), w.get("intra_scale", 1.0), w.get("inter_scale", 1.0)
+    mean = (1 - fi) * flowgen.cdf_mean(intra) * si + fi * flowgen.cdf_mean(inter) * se
+    start, stop = w.get("start_s", 0), w.get("stop_s", s["duration_s"])
+    link_bps = t["dc"]["rate_mbit"] * 1e6 * len(hosts)
+    out = []
+    for at in flowgen.poisson_schedule(rng, stop - start, w["load"], link_bps, mean):
+        src = rng.choice(hosts)
+        d = topology.parse_host(src)[0]
+        want_inter = rng.random() < fi
+        cands = [h for h in hosts if h != src and (topology.parse_host(h)[0] != d) == want_inter]
+        if not cands:
+            continue
+        dst = rng.choice(cands)
+        size = max(1, int(flowgen.sample(inter if want_inter else intra, rng) * (se if want_inter else si)))
+        out.append((start + at, "fct", (src, dst, size, "workload")))
+        servers[dst] = None
+    return out
+
+
+def cmd_run(a):
+    s = scen.load(a.scenario, a.cc.split(",") if a.cc else None, a.duration)
+    os.makedirs(os.path.join(a.out, "raw"), exist_ok=True)
+    base = topology.load(s["topology_path"], s.get("net"))
+    points = scen.sweep_values(s)
+    total = len(points) * len(s["ccs"])
+    with open(os.path.join(a.out, "scenario.json"), "w") as fh:
+        json.dump({k: v for k, v in s.items()}, fh, indent=1)
+    idx = 0
+    for i, over in enumerate(points):
+        t = topology.merge(base, over) if over else base
+        for cc in s["ccs"]:
+            idx += 1
+            one_run(s, t, cc, scen.sweep_label(s, i), a.out, idx, total)
+    log(f"[tb] all {total} runs done")
+
+
+def cmd_topo_test(a):
+    s = scen.load(a.scenario)
+    t = topology.load(s["topology_path"], s.get("net"))
+    t = topology.merge(t, {"wan_paths": 2})
+    work = "/tmp/xdcc-topo-test"
+    os.makedirs(work, exist_ok=True)
+    topology.build(t, work, XDCC, log)
+    fails = 0
+    for ok, desc in topology.verify(t):
+        log(("PASS: " if ok else "FAIL: ") + "topology: " + desc)
+        fails += not ok
+    # Reachability over IPv4 and IPv6, within a DC and across the WAN.
+    for src, dst in (("dc1h1", "dc1h2"), ("dc1h1", "dc2h1"), ("dc2h2", "dc1h2")):
+        for v6 in (False, True):
+            with netns.inside(src):
+                ok = subprocess.run(["ping", "-6" if v6 else "-4", "-c", "2", "-W", "5", addr(dst, v6)],
+                                    capture_output=True, text=True)
+            rtt = ok.stdout.rsplit("=", 1)[-1].strip() if ok.returncode == 0 else ""
+            log(("PASS: " if ok.returncode == 0 else "FAIL: ") + f"topology: {src} reaches {dst} "
+                f"over IPv{6 if v6 else 4} (rtt min/avg/max {rtt})")
+            fails += ok.returncode != 0
+    topology.teardown(t)
+    left = [ns for ns in netns.existing() if ns.startswith("dc")]
+    log(("PASS: " if not left else "FAIL: ") + "topology: teardown removes every namespace")
+    fails += bool(left)
+    return 1 if fails else 0
+
+
+def cmd_capacity(a):
+    """The VM's forwarding capacity through the full inter-DC path."""
+    s = scen.load("a-rtt-fairness")
+    t = topology.load(s["topology_path"], {"dc": {"rate_mbit": 10000, "uplink_rate_mbit": 10000},
+                                           "wan": {"rate_mbit": 10000, "inter_intra_ratio": 4}})
+    work = "/tmp/xdcc-capacity"
+    os.makedirs(work, exist_ok=True)
+    topology.build(t, work, XDCC, log)
+    res = {}
+    for name, src, n in (("intra-1", "dc1h2", 1), ("inter-1", "dc2h1", 1), ("inter-4", "dc2h1", 4)):
+        srv = netns.popen("dc1h1", ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL)
+        time.sleep(0.5)
+        p = netns.run(src, ["iperf3", "-c", addr("dc1h1", False), "-t", "8", "-P", str(n), "-J"], check=False)
+        srv.wait(timeout=20)
+        try:
+            bps = json.loads(p)["end"]["sum_received"]["bits_per_second"]
+        except (ValueError, KeyError):
+            bps = 0
+        res[name] = round(bps / 1e6, 1)
+        log(f"[tb] capacity {name}: {res[name]} Mbit/s")
+    topology.teardown(t)
+    with open(os.path.join(a.out, "capacity.json"), "w") as fh:
+        json.dump(res, fh)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("scenario")
+    r.add_argument("out")
+    r.add_argument("--cc")
+    r.add_argument("--duration", type=int)
+    tt = sub.add_parser("topo-test")
+    tt.add_argument("scenario", nargs="?", default="a-rtt-fairness")
+    c = sub.add_parser("capacity")
+    c.add_argument("out")
+    a = ap.parse_args()
+    try:
+        if a.cmd == "run":
+            cmd_run(a)
+        elif a.cmd == "topo-test":
+            sys.exit(cmd_topo_test(a))
+        else:
+            cmd_capacity(a)
+    except (scen.ScenarioError, topology.ConfigError) as e:
+        log(f"error: {e}")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""Scenario files (testbed/scenarios/*.toml): which topology, which CCs, what
+traffic, what to sweep. Validated up front: a bad file is one clear error
+before anything is built."""
+
+import os
+import tomllib
+
+import topology
+
+TESTBED = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+XDCC_CCS = ("uno", "gemini", "oscar", "smartt")
+KERNEL_CCS = ("cubic", "dctcp", "bbr", "reno", "vegas")
+KNOWN = {
+    "description": str, "paper": str, "topology": str, "ccs": list, "duration_s": int,
+    "sample_ms": int, "ipv6": bool, "net": dict, "bottleneck": str, "monitor": list, "profiles": dict,
+    "tunables": dict, "sweep": dict, "long": list, "incast": list, "workload": dict,
+}
+WORKLOAD_KEYS = {"load": float, "hosts": list, "intra_cdf": str, "inter_cdf": str,
+                 "inter_fraction": float, "intra_scale": float, "inter_scale": float, "seed": int,
+                 "start_s": int, "stop_s": int}
+
+
+class ScenarioError(Exception):
+    pass
+
+
+def find(name):
+    for p in (name, os.path.join(TESTBED, "scenarios", name + ".toml")):
+        if os.path.isfile(p):
+            return p
+    have = sorted(f[:-5] for f in os.listdir(os.path.join(TESTBED, "scenarios")) if f.endswith(".toml"))
+    raise ScenarioError(f"no scenario '{name}' (shipped: {', '.join(have)})")
+
+
+def load(name, ccs=None, duration_s=None):
+    path = find(name)
+    try:
+        with open(path, "rb") as f:
+            s = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: {e}") from None
+    try:
+        s = normalize(s, ccs, duration_s)
+    except (ScenarioError, topology.ConfigError, ValueError) as e:
+        raise ScenarioError(f"{path}: {e}") from None
+    s["name"] = os.path.basename(path)[:-5]
+    s["path"] = path
+    return s
+
+
+def normalize(s, ccs, duration_s):
+    for k, v in s.items():
+        if k not in KNOWN:
+            raise ScenarioError(f"unknown key '{k}' (known: {', '.join(sorted(KNOWN))})")
+        if not isinstance(v, KNOWN[k]):
+            raise ScenarioError(f"'{k}' must be a {KNOWN[k].__name__}")
+    s.setdefault("description", "")
+    s.setdefault("paper", "")
+    s.setdefault("topology", "two-dc")
+    s.setdefault("ccs", ["uno", "gemini", "cubic", "dctcp"])
+    s.setdefault("duration_s", 20)
+    s.setdefault("sample_ms", 100)
+    s.setdefault("ipv6", False)
+    s.setdefault("monitor", [])
+    s.setdefault("profiles", {})
+    s.setdefault("tunables", {})
+    s.setdefault("long", [])
+    s.setdefault("incast", [])
+    if ccs:
+        s["ccs"] = ccs
+    if duration_s:
+        s["duration_s"] = duration_s
+    for cc in s["ccs"]:
+        if cc not in XDCC_CCS + KERNEL_CCS:
+            raise ScenarioError(f"unknown CC '{cc}' (xdcc: {', '.join(XDCC_CCS)}; kernel: {', '.join(KERNEL_CCS)})")
+    if not 1 <= s["duration_s"] <= 3600:
+        raise ScenarioError(f"duration_s = {s['duration_s']} is out of range [1, 3600]")
+    if not 20 <= s["sample_ms"] <= 10_000:
+        raise ScenarioError(f"sample_ms = {s['sample_ms']} is out of range [20, 10000]")
+    topo_path = os.path.join(TESTBED, "topologies", s["topology"] + ".toml")
+    if not os.path.isfile(topo_path):
+        raise ScenarioError(f"no topology '{s['topology']}' in testbed/topologies/")
+    s["topology_path"] = topo_path
+    base = topology.load(topo_path, s.get("net"))
+    sweep = s.get("sweep")
+    if sweep is not None:
+        if set(sweep) != {"key", "values"} or not sweep["values"]:
+            raise ScenarioError("[sweep] needs key = \"section.name\" and a non-empty values list")
+    for v in sweep_values(s):
+        t = topology.merge(base, v) if v else base
+        topology.validate(t)
+        check_traffic(s, t)
+    for cc, prof in s["profiles"].items():
+        topology.profile_path(prof)
+    for cc, kv in s["tunables"].items():
+        if cc not in XDCC_CCS or not isinstance(kv, dict):
+            raise ScenarioError(f"[tunables.{cc}]: tunables exist for {', '.join(XDCC_CCS)} only")
+    return s
+
+
+def sweep_values(s):
+    """The topology overrides of each sweep point ([{}] without a sweep)."""
+    sw = s.get("sweep")
+    if not sw:
+        return [{}]
+    sec, _, key = sw["key"].partition(".")
+    out = []
+    for v in sw["values"]:
+        out.append({sec: {key: v}} if key else {sec: v})
+    return out
+
+
+def sweep_label(s, i):
+    sw = s.get("sweep")
+    return f"{sw['key'].split('.')[-1]}={sw['values'][i]}" if sw else ""
+
+
+def check_traffic(s, t):
+    names = set(topology.hosts(t))
+    dur = s["duration_s"]
+
+    def host(h, where):
+        if h not in names:
+            raise ScenarioError(f"{where}: no host '{h}' in the topology (hosts: dc1h1..dc2h{t['hosts_per_dc']})")
+
+    for i, f in enumerate(s["long"]):
+        where = f"[[long]] #{i + 1}"
+        extra = set(f) - {"from", "to", "start_s", "start_step_s", "stop_s"}
+        if extra:
+            raise ScenarioError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
+        if not f.get("from") or "to" not in f:
+            raise ScenarioError(f"{where}: needs from = [hosts] and to = host")
+        for h in f["from"]:
+            host(h, where)
+        host(f["to"], where)
+        start, step, stop = f.get("start_s", 0), f.get("start_step_s", 0), f.get("stop_s", dur)
+        if not (0 <= start and start + step * (len(f["from"]) - 1) < stop <= dur):
+            raise ScenarioError(f"{where}: needs 0 <= start_s < stop_s <= duration_s for every flow")
+    for i, f in enumerate(s["incast"]):
+        where = f"[[incast]] #{i + 1}"
+        extra = set(f) - {"from", "to", "bytes", "at_s"}
+        if extra:
+            raise ScenarioError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
+        for h in f.get("from", []):
+            host(h, where)
+        host(f.get("to", ""), where)
+        if not f.get("from") or not 1 <= f.get("bytes", 0) <= 1 << 32 or not f.get("at_s"):
+            raise ScenarioError(f"{where}: needs from, to, bytes (1..4 GiB) and at_s = [times]")
+        if any(not 0 <= a < dur for a in f["at_s"]):
+            raise ScenarioError(f"{where}: at_s must lie within [0, duration_s)")
+    w = s.get("workload")
+    if w is not None:
+        for k, v in w.items():
+            if k not in WORKLOAD_KEYS:
+                raise ScenarioError(f"[workload]: unknown key '{k}' (known: {', '.join(sorted(WORKLOAD_KEYS))})")
+            if not isinstance(v, WORKLOAD_KEYS[k]) and not (WORKLOAD_KEYS[k] is float and isinstance(v, int)):
+                raise ScenarioError(f"[workload].{k} must be a {WORKLOAD_KEYS[k].__name__}")
+        if not 0 < w.get("load", 0) <= 1:
+            raise ScenarioError("[workload].load must be in (0, 1]")
+        if not 0 <= w.get("inter_fraction", 0.2) <= 1:
+            raise ScenarioError("[workload].inter_fraction must be in [0, 1]")
+        for h in w.get("hosts", []):
+            host(h, "[workload]")
+        for k in ("intra_cdf", "inter_cdf"):
+            if k in w and not os.path.isfile(workload_path(w[k])):
+                raise ScenarioError(f"[workload].{k}: no file '{w[k]}' in testbed/workloads/")
+
+
+def workload_path(name):
+    return name if os.path.isabs(name) else os.path.join(TESTBED, "workloads", name)

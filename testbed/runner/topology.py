@@ -1,0 +1,325 @@
+"""The 2-DC topology (gemini-ton §IV-A) in network namespaces.
+
+    dc1h1..dc1hN ── dc1sw ── dc1br ══ WAN (1 or 2 links) ══ dc2br ── dc2sw ── dc2h1..dc2hN
+
+Hosts are namespaces with one NIC (eth0); a DC switch is a routing namespace
+with one port per host (h1..hN) and an uplink (up); a border router has a
+DC-facing port (dc) and one port per WAN path (wan0, wan1). Every port that
+can queue gets a switch-config profile (`xdcc switch apply`), so a scenario
+sets rate, buffer and marking exactly as a real switch would:
+
+    host NIC eth0         netem: half the intra-DC base RTT, at the DC rate
+    switch port hI, uplink   the DC switch profile (ECN marking), DC / uplink rate
+    border port dc        dc-fifo at the uplink rate
+    border port wanK      the WAN profile with delay (ratio-1)/2 x intra RTT
+
+so that intra-DC RTT = intra_rtt_us and inter-DC RTT = ratio x intra_rtt_us.
+Addresses: host I of DC D is 10.D.I.2/24 and fd00:D:I::2/64 (switch side .1);
+switch-border 10.D.250.0/24; WAN path K 10.200.K.0/24 (dc1br .1, dc2br .2)
+and the same in fd00::/8. Two WAN paths form an ECMP route that hashes the
+IPv6 flow label (UnoLB / PLB rerouting moves flows between them).
+"""
+
+import copy
+import os
+import socket
+import tomllib
+
+import netns
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROFILE_DIR = os.path.join(ROOT, "switch-config", "profiles")
+
+DEFAULTS = {
+    "description": "",
+    "hosts_per_dc": 4,
+    "wan_paths": 1,
+    "gso": False,
+    "dc": {"rate_mbit": 100, "intra_rtt_us": 1000, "uplink_rate_mbit": 400,
+           "switch_profile": "dc-gemini", "host_buffer_pkts": 1000},
+    "wan": {"rate_mbit": 400, "inter_intra_ratio": 10, "border_profile": "wan-border"},
+}
+
+
+class ConfigError(Exception):
+    pass
+
+
+def merge(base, over, where=""):
+    """Deep-merge `over` into a copy of `base`; unknown keys are errors."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if k not in base:
+            raise ConfigError(f"unknown key '{where}{k}' (known: {', '.join(sorted(base))})")
+        if isinstance(base[k], dict):
+            if not isinstance(v, dict):
+                raise ConfigError(f"'{where}{k}' must be a table")
+            out[k] = merge(base[k], v, f"{where}{k}.")
+        else:
+            if type(v) is not type(base[k]) and not (isinstance(base[k], int) and isinstance(v, int)):
+                raise ConfigError(f"'{where}{k}' must be a {type(base[k]).__name__}, not {v!r}")
+            out[k] = v
+    return out
+
+
+def load(path, overrides=None):
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    t = merge(DEFAULTS, raw)
+    if overrides:
+        t = merge(t, overrides)
+    validate(t)
+    return t
+
+
+def validate(t):
+    def rng(name, v, lo, hi):
+        if not lo <= v <= hi:
+            raise ConfigError(f"{name} = {v} is out of range [{lo}, {hi}]")
+    rng("hosts_per_dc", t["hosts_per_dc"], 1, 32)
+    rng("wan_paths", t["wan_paths"], 1, 2)
+    rng("dc.rate_mbit", t["dc"]["rate_mbit"], 1, 100_000)
+    rng("dc.uplink_rate_mbit", t["dc"]["uplink_rate_mbit"], 1, 100_000)
+    rng("dc.intra_rtt_us", t["dc"]["intra_rtt_us"], 20, 1_000_000)
+    rng("dc.host_buffer_pkts", t["dc"]["host_buffer_pkts"], 10, 100_000)
+    rng("wan.rate_mbit", t["wan"]["rate_mbit"], 1, 100_000)
+    rng("wan.inter_intra_ratio", t["wan"]["inter_intra_ratio"], 1, 1000)
+    for key in ("dc.switch_profile", "wan.border_profile"):
+        sec, name = key.split(".")
+        profile_path(t[sec][name])
+
+
+def profile_path(name):
+    p = name if name.endswith(".toml") else os.path.join(PROFILE_DIR, name + ".toml")
+    if not os.path.isfile(p):
+        raise ConfigError(f"no switch profile '{name}' (shipped: {', '.join(shipped_profiles())})")
+    return p
+
+
+def shipped_profiles():
+    return sorted(f[:-5] for f in os.listdir(PROFILE_DIR) if f.endswith(".toml"))
+
+
+def inter_rtt_us(t):
+    return t["dc"]["intra_rtt_us"] * t["wan"]["inter_intra_ratio"]
+
+
+def host_name(dc, i):
+    return f"dc{dc}h{i}"
+
+
+def hosts(t, dc=None):
+    dcs = [dc] if dc else [1, 2]
+    return [host_name(d, i) for d in dcs for i in range(1, t["hosts_per_dc"] + 1)]
+
+
+def namespaces(t):
+    return hosts(t) + ["dc1sw", "dc2sw", "dc1br", "dc2br"]
+
+
+def host_addr(name, v6=False):
+    """dc2h3 -> 10.2.3.2 / fd00:2:3::2."""
+    d, i = parse_host(name)
+    return f"fd00:{d}:{i}::2" if v6 else f"10.{d}.{i}.2"
+
+
+def parse_host(name):
+    try:
+        assert name.startswith("dc") and "h" in name
+        d, i = name[2:].split("h")
+        return int(d), int(i)
+    except (AssertionError, ValueError):
+        raise ConfigError(f"'{name}' is not a host name (dcDhI, e.g. dc1h2)") from None
+
+
+def same_dc(a, b):
+    return parse_host(a)[0] == parse_host(b)[0]
+
+
+def _toml(d, prefix=""):
+    """Write a profile (tables of scalars) back as TOML."""
+    lines, tables = [], []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        elif isinstance(v, str):
+            lines.append(f'{k} = "{v}"')
+        elif isinstance(v, bool):
+            lines.append(f"{k} = {'true' if v else 'false'}")
+        else:
+            lines.append(f"{k} = {v}")
+    for k, v in tables:
+        lines.append(f"[{prefix}{k}]")
+        lines.append(_toml(v, f"{prefix}{k}."))
+    return "\n".join(lines)
+
+
+def derive_profile(name, workdir, tag, rate_mbit, delay_us=None):
+    """A shipped profile with this port's rate (and WAN delay), written to
+    workdir so the run records exactly what was applied."""
+    with open(profile_path(name), "rb") as f:
+        p = tomllib.load(f)
+    p["port"]["rate_mbit"] = rate_mbit
+    if delay_us is not None:
+        p.setdefault("wan", {})["delay_us"] = delay_us
+    path = os.path.join(workdir, f"profile-{tag}.toml")
+    with open(path, "w") as f:
+        f.write(_toml(p) + "\n")
+    return path
+
+
+def ports(t):
+    """Every queueing port: (namespace, iface, profile name, rate_mbit, delay_us)."""
+    n, dc, wan = t["hosts_per_dc"], t["dc"], t["wan"]
+    wan_delay = (inter_rtt_us(t) - dc["intra_rtt_us"]) // 2
+    out = []
+    for d in (1, 2):
+        for i in range(1, n + 1):
+            out.append((f"dc{d}sw", f"h{i}", dc["switch_profile"], dc["rate_mbit"], None))
+        out.append((f"dc{d}sw", "uplink", dc["switch_profile"], dc["uplink_rate_mbit"], None))
+        out.append((f"dc{d}br", "dc", "dc-fifo", dc["uplink_rate_mbit"], None))
+        for k in range(t["wan_paths"]):
+            out.append((f"dc{d}br", f"wan{k}", wan["border_profile"], wan["rate_mbit"], wan_delay))
+    return out
+
+
+def link_lines(t):
+    """(namespace, ip -batch lines) to create links, addresses and routes."""
+    n = t["hosts_per_dc"]
+    cmds = {ns: [] for ns in namespaces(t)}
+    root = []  # veth pairs are created from the first namespace of each pair
+
+    def veth(ns_a, a, ns_b, b):
+        root.append(f"link add {a} netns {ns_a} type veth peer name {b} netns {ns_b}")
+
+    for d in (1, 2):
+        sw, br = f"dc{d}sw", f"dc{d}br"
+        for i in range(1, n + 1):
+            h = host_name(d, i)
+            veth(h, "eth0", sw, f"h{i}")
+            cmds[h] += [f"addr add 10.{d}.{i}.2/24 dev eth0",
+                        f"addr add fd00:{d}:{i}::2/64 dev eth0 nodad",
+                        "link set lo up", "link set eth0 up",
+                        f"route add default via 10.{d}.{i}.1",
+                        f"route add ::/0 via fd00:{d}:{i}::1"]
+            cmds[sw] += [f"addr add 10.{d}.{i}.1/24 dev h{i}",
+                         f"addr add fd00:{d}:{i}::1/64 dev h{i} nodad", f"link set h{i} up"]
+        veth(sw, "uplink", br, "dc")
+        cmds[sw] += [f"addr add 10.{d}.250.1/24 dev uplink", f"addr add fd00:{d}:250::1/64 dev uplink nodad",
+                     "link set uplink up", "link set lo up",
+                     f"route add default via 10.{d}.250.2", f"route add ::/0 via fd00:{d}:250::2"]
+        cmds[br] += [f"addr add 10.{d}.250.2/24 dev dc", f"addr add fd00:{d}:250::2/64 dev dc nodad",
+                     "link set dc up", "link set lo up",
+                     f"route add 10.{d}.0.0/16 via 10.{d}.250.1",
+                     f"route add fd00:{d}::/32 via fd00:{d}:250::1"]
+    for k in range(t["wan_paths"]):
+        veth("dc1br", f"wan{k}", "dc2br", f"wan{k}")
+        for d in (1, 2):
+            cmds[f"dc{d}br"] += [f"addr add 10.200.{k}.{d}/24 dev wan{k}",
+                                 f"addr add fd00:200:{k}::{d}/64 dev wan{k} nodad", f"link set wan{k} up"]
+    for d, other in ((1, 2), (2, 1)):
+        hops4 = [f"10.200.{k}.{other}" for k in range(t["wan_paths"])]
+        hops6 = [f"fd00:200:{k}::{other}" for k in range(t["wan_paths"])]
+        if len(hops4) == 1:
+            cmds[f"dc{d}br"] += [f"route add 10.{other}.0.0/16 via {hops4[0]}",
+                                 f"route add fd00:{other}::/32 via {hops6[0]}"]
+        else:
+            cmds[f"dc{d}br"] += [
+                f"route add 10.{other}.0.0/16 " + " ".join(f"nexthop via {h}" for h in hops4),
+                f"route add fd00:{other}::/32 " + " ".join(f"nexthop via {h}" for h in hops6)]
+    return root, cmds
+
+
+def build(t, workdir, xdcc_bin, log=print):
+    """Create every namespace, link, address, route and qdisc; returns the
+    list of applied ports. Existing testbed namespaces are removed first."""
+    teardown(t)
+    for ns in namespaces(t):
+        netns.add(ns)
+    for ns in ("dc1sw", "dc2sw", "dc1br", "dc2br"):
+        netns.sysctl(ns, "net.ipv4.ip_forward", 1)
+        netns.sysctl(ns, "net.ipv6.conf.all.forwarding", 1)
+        # ECMP over two WAN paths: hash the IPv6 flow label (policy 0 = L3
+        # with the flow label), so a new path id (label) picks a new path.
+        netns.sysctl(ns, "net.ipv6.fib_multipath_hash_policy", 0)
+    root, cmds = link_lines(t)
+    netns.batch(None, "ip", root)
+    for ns, lines in cmds.items():
+        netns.batch(ns, "ip", lines)
+    if not t["gso"]:
+        # Queues count real packets (ECN thresholds are in packets), as on
+        # a switch: no GSO/TSO/GRO super-packets on any port.
+        for ns in namespaces(t):
+            for dev in interfaces(ns):
+                netns.run(ns, ["ethtool", "-K", dev, "gso", "off", "tso", "off", "gro", "off"], check=False)
+    half = t["dc"]["intra_rtt_us"] // 2
+    for h in hosts(t):
+        netns.run(h, ["tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "delay", f"{half}us",
+                      "rate", f"{t['dc']['rate_mbit']}mbit", "limit", str(t["dc"]["host_buffer_pkts"])])
+    applied = []
+    for ns, dev, prof, rate, delay in ports(t):
+        path = derive_profile(prof, workdir, f"{ns}-{dev}", rate, delay)
+        netns.run(ns, [xdcc_bin, "switch", "apply", path, dev])
+        applied.append({"ns": ns, "dev": dev, "profile": prof, "rate_mbit": rate, "delay_us": delay})
+    log(f"[tb] topology: {len(hosts(t))} hosts, {t['wan_paths']} WAN path(s), "
+        f"intra RTT {t['dc']['intra_rtt_us']} us, inter RTT {inter_rtt_us(t)} us, "
+        f"DC {t['dc']['rate_mbit']} Mbit/s, WAN {t['wan']['rate_mbit']} Mbit/s")
+    return applied
+
+
+def tc_time(us):
+    """A delay as tc prints it (sprint_time64: three significant digits)."""
+    return f"{us / 1000:.3g}ms" if us >= 1000 else f"{us}us"
+
+
+def interfaces(ns):
+    with netns.inside(ns):
+        return [name for _, name in socket.if_nameindex() if name != "lo"]
+
+
+def ifindex(ns, dev):
+    with netns.inside(ns):
+        return socket.if_nametoindex(dev)
+
+
+def teardown(t=None):
+    for ns in netns.existing():
+        if ns.startswith("dc") and (ns[2:3].isdigit()):
+            netns.delete(ns)
+
+
+def verify(t):
+    """What a test checks after build(): (ok, description) pairs."""
+    res = []
+
+    def check(desc, ok):
+        res.append((bool(ok), desc))
+
+    have = set(netns.existing())
+    check(f"all {len(namespaces(t))} namespaces exist", all(ns in have for ns in namespaces(t)))
+    for h in hosts(t):
+        a4 = netns.run(h, ["ip", "-4", "-o", "addr", "show", "dev", "eth0"], check=False)
+        a6 = netns.run(h, ["ip", "-6", "-o", "addr", "show", "dev", "eth0"], check=False)
+        check(f"{h} has {host_addr(h)} and {host_addr(h, True)}",
+              f" {host_addr(h)}/24 " in a4 and f" {host_addr(h, True)}/64 " in a6)
+        q = netns.run(h, ["tc", "qdisc", "show", "dev", "eth0"], check=False)
+        check(f"{h} eth0 has netem {t['dc']['intra_rtt_us'] // 2}us at {t['dc']['rate_mbit']}Mbit",
+              "netem" in q and f"rate {t['dc']['rate_mbit']}Mbit" in q)
+    for ns, dev, prof, rate, delay in ports(t):
+        q = netns.run(ns, ["tc", "qdisc", "show", "dev", dev], check=False)
+        c = netns.run(ns, ["tc", "class", "show", "dev", dev], check=False)
+        want = {"dc-fifo": "bfifo"}.get(prof)
+        ok = "qdisc htb 1: root" in q and f"rate {rate}Mbit" in c.replace("Gbit", "000Mbit")
+        if want:
+            ok = ok and want in q
+        if delay:
+            ok = ok and "netem" in q and f"delay {tc_time(delay)}" in q
+        check(f"{ns}:{dev} has profile {prof} at {rate} Mbit/s" + (f", delay {delay} us" if delay else ""), ok)
+    for br, other in (("dc1br", 2), ("dc2br", 1)):
+        r = netns.run(br, ["ip", "route", "show", f"10.{other}.0.0/16"], check=False)
+        n = r.count("nexthop") if t["wan_paths"] > 1 else r.count("via")
+        check(f"{br} routes DC{other} over {t['wan_paths']} WAN path(s)", n == t["wan_paths"])
+    return res
