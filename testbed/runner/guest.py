@@ -4,6 +4,7 @@ CC of a scenario, build the 2-DC topology, configure the CC, run the traffic,
 sample sockets and queues, and write one raw JSON per run to OUT/raw/.
 
     guest.py run SCENARIO OUT [--cc a,b] [--duration S]
+    guest.py check SCENARIO [--count]  validate a scenario file (host side)
     guest.py topo-test [SCENARIO]      build, check, tear down (the CI test)
     guest.py capacity OUT              what rates the VM sustains
 """
@@ -36,10 +37,17 @@ def load_cc(cc, t, extra):
     """Kernel side of a CC: load our module, tell it the network (link rate
     and base RTTs, from which it derives its tunables), then the scenario's
     own tunables, validated by the CLI."""
+    if cc in scen.XDCC_CCS and not os.path.isdir(f"/sys/module/tcp_{cc}"):
+        subprocess.run(["insmod", os.path.join(ROOT, "kmods", f"tcp_{cc}.ko")], check=True)
+    # A namespace may only make an "allowed" CC its default (EPERM otherwise).
+    with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+        avail = f.read().split()
+    if cc not in avail:
+        raise scen.ScenarioError(f"CC '{cc}' is not available in this kernel ({' '.join(avail)})")
+    with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control", "w") as f:
+        f.write(" ".join(avail))
     if cc not in scen.XDCC_CCS:
         return {}
-    if not os.path.isdir(f"/sys/module/tcp_{cc}"):
-        subprocess.run(["insmod", os.path.join(ROOT, "kmods", f"tcp_{cc}.ko")], check=True)
     net = {"net_link_rate_mbps": t["dc"]["rate_mbit"], "net_intra_rtt_us": t["dc"]["intra_rtt_us"],
            "net_inter_rtt_us": topology.inter_rtt_us(t), "net_mtu": 1500}
     for k, v in list(net.items()) + list(extra.items()):
@@ -69,10 +77,11 @@ class Sampler(threading.Thread):
     def run(self):
         nxt = time.monotonic()
         while not self.stop.is_set():
-            now = time.monotonic() - self.t0
             for h, s in self.socks.items():
                 best = {}
-                for f in s.dump():
+                dump = s.dump()
+                now = time.monotonic() - self.t0  # when this namespace was read
+                for f in dump:
                     fid = self.long_ports.get((h, f["dport"]))
                     if fid is not None and f.get("bytes_acked", 0) >= best.get(fid, {}).get("bytes_acked", -1):
                         best[fid] = f
@@ -83,6 +92,7 @@ class Sampler(threading.Thread):
                          f.get("cc", "")])
             for p, q, idx in self.ports:
                 st = q.dump().get(idx)
+                now = time.monotonic() - self.t0
                 if st:
                     self.queues[p].append([round(now, 4), st["backlog"], st["qlen"], st["bytes"], st["drops"]])
             nxt += self.period
@@ -336,12 +346,24 @@ def main():
     r.add_argument("--duration", type=int)
     tt = sub.add_parser("topo-test")
     tt.add_argument("scenario", nargs="?", default="a-rtt-fairness")
+    ck = sub.add_parser("check", help="validate a scenario (no root, no namespaces)")
+    ck.add_argument("scenario")
+    ck.add_argument("--cc")
+    ck.add_argument("--duration", type=int)
+    ck.add_argument("--count", action="store_true", help="print the number of runs")
+    ck.add_argument("--duration-of", action="store_true", help="print the duration of one run")
     c = sub.add_parser("capacity")
     c.add_argument("out")
     a = ap.parse_args()
     try:
         if a.cmd == "run":
             cmd_run(a)
+        elif a.cmd == "check":
+            s = scen.load(a.scenario, a.cc.split(",") if a.cc else None, a.duration)
+            if a.count:
+                print(len(scen.sweep_values(s)) * len(s["ccs"]))
+            elif a.duration_of:
+                print(s["duration_s"])
         elif a.cmd == "topo-test":
             sys.exit(cmd_topo_test(a))
         else:

@@ -35,7 +35,8 @@ DEFAULTS = {
     "hosts_per_dc": 4,
     "wan_paths": 1,
     "gso": False,
-    "dc": {"rate_mbit": 100, "intra_rtt_us": 1000, "uplink_rate_mbit": 400,
+    "time_scale": 10,
+    "dc": {"rate_mbit": 100, "intra_rtt_us": 2000, "uplink_rate_mbit": 400,
            "switch_profile": "dc-gemini", "host_buffer_pkts": 1000},
     "wan": {"rate_mbit": 400, "inter_intra_ratio": 10, "border_profile": "wan-border"},
 }
@@ -80,6 +81,7 @@ def validate(t):
         if not lo <= v <= hi:
             raise ConfigError(f"{name} = {v} is out of range [{lo}, {hi}]")
     rng("hosts_per_dc", t["hosts_per_dc"], 1, 32)
+    rng("time_scale", t["time_scale"], 1, 1000)
     rng("wan_paths", t["wan_paths"], 1, 2)
     rng("dc.rate_mbit", t["dc"]["rate_mbit"], 1, 100_000)
     rng("dc.uplink_rate_mbit", t["dc"]["uplink_rate_mbit"], 1, 100_000)
@@ -157,12 +159,24 @@ def _toml(d, prefix=""):
     return "\n".join(lines)
 
 
-def derive_profile(name, workdir, tag, rate_mbit, delay_us=None):
+def derive_profile(name, workdir, tag, rate_mbit, delay_us=None, time_scale=1):
     """A shipped profile with this port's rate (and WAN delay), written to
-    workdir so the run records exactly what was applied."""
+    workdir so the run records exactly what was applied.
+
+    time_scale: the testbed emulates the paper's network slowed down by
+    this factor (rates / s, delays x s), which keeps every BDP, queue and
+    threshold in packets, and so the dynamics in units of RTTs. The
+    profiles' per-Gbps buffers and K are therefore evaluated at the paper's
+    rate (rate x s) and written as absolute values."""
     with open(profile_path(name), "rb") as f:
         p = tomllib.load(f)
     p["port"]["rate_mbit"] = rate_mbit
+    paper_gbps = rate_mbit * time_scale / 1000
+    per_gbps = p["port"].pop("buffer_pkts_per_gbps", None)
+    if per_gbps is not None:
+        p["port"]["buffer_bytes"] = max(1, round(per_gbps * paper_gbps)) * p["port"].get("mtu", 1500)
+    if p.get("marking", {}).get("kind") == "step":
+        p["marking"]["k_pkts_per_gbps"] *= time_scale
     if delay_us is not None:
         p.setdefault("wan", {})["delay_us"] = delay_us
     path = os.path.join(workdir, f"profile-{tag}.toml")
@@ -261,7 +275,7 @@ def build(t, workdir, xdcc_bin, log=print):
                       "rate", f"{t['dc']['rate_mbit']}mbit", "limit", str(t["dc"]["host_buffer_pkts"])])
     applied = []
     for ns, dev, prof, rate, delay in ports(t):
-        path = derive_profile(prof, workdir, f"{ns}-{dev}", rate, delay)
+        path = derive_profile(prof, workdir, f"{ns}-{dev}", rate, delay, t["time_scale"])
         netns.run(ns, [xdcc_bin, "switch", "apply", path, dev])
         applied.append({"ns": ns, "dev": dev, "profile": prof, "rate_mbit": rate, "delay_us": delay})
     log(f"[tb] topology: {len(hosts(t))} hosts, {t['wan_paths']} WAN path(s), "

@@ -27,7 +27,7 @@ mkdir -p $h/run/netns
 script=$(sed -n 's/.*xdcc_script=\([^ ]*\).*/\1/p' /proc/cmdline)
 args=$(sed -n 's/.*xdcc_args=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
 out=$(sed -n 's/.*xdcc_out=\([^ ]*\).*/\1/p' /proc/cmdline)
-[ -n "$out" ] && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out $h$out
+[ -n "$out" ] && mkdir -p $h$out 2>/dev/null; [ -n "$out" ] && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out $h$out
 echo "[guest] running $script $args"
 chroot $h /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp \
     XDCC_IN_VM=1 /bin/bash "$script" $args

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The 2-DC testbed, from build to report:
+#
+#   testbed/run.sh [SCENARIO] [--cc a,b,...] [--duration S] [--out DIR]
+#   testbed/run.sh --capacity          measure what the VM forwards
+#   testbed/run.sh --list              shipped scenarios
+#
+# SCENARIO is a name under testbed/scenarios/ (default a-rtt-fairness) or a
+# path to a .toml. Builds what is missing (the xdcc binary with its eBPF
+# programs, the test kernel and our modules: cached, ~15 min the first
+# time), boots the qemu VM, runs every (sweep point, CC) of the scenario in
+# the 2-DC topology, then writes DIR (default out/SCENARIO): report.md,
+# summary.{json,csv}, timeseries/*.csv, plots/*.{png,svg}, raw/*.json.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+cd "$root"
+
+scenario=a-rtt-fairness
+out=""
+guest_args=()
+mode=run
+while (($#)); do
+    case $1 in
+        --cc) guest_args+=(--cc "$2"); shift 2 ;;
+        --duration) guest_args+=(--duration "$2"); shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        --capacity) mode=capacity; shift ;;
+        --list) mode=list; shift ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -*) echo "testbed/run.sh: unknown option $1" >&2; exit 2 ;;
+        *) scenario=$1; shift ;;
+    esac
+done
+
+if [[ $mode == list ]]; then
+    for f in testbed/scenarios/*.toml; do
+        printf '%-20s %s\n' "$(basename "$f" .toml)" "$(sed -n 's/^description = "\(.*\)"/\1/p' "$f")"
+    done
+    exit 0
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+need=()
+[[ -x /usr/bin/python3 ]] || need+=(python3)
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need+=(python3-matplotlib)
+command -v cargo >/dev/null || need+=(cargo rustc)
+if ((${#need[@]})); then
+    echo "[testbed] installing ${need[*]}" >&2
+    apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# Check the scenario before building or booting anything.
+if [[ $mode == run ]]; then
+    [[ -f $scenario ]] && scenario=$(cd "$(dirname "$scenario")" && pwd)/$(basename "$scenario")
+    /usr/bin/python3 testbed/runner/guest.py check "$scenario" "${guest_args[@]}"
+    name=$(basename "$scenario" .toml)
+    out=${out:-out/$name}
+else
+    out=${out:-out/capacity}
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -rf "$out/raw"
+
+echo "[testbed] building the xdcc CLI (switch profiles, tunables)" >&2
+XDCC_BPF_LINKER_DIR=$(ebpf/install-toolchain.sh)
+export XDCC_BPF_LINKER_DIR
+cargo build --release --locked -q -p xdcc
+echo "[testbed] building the test kernel and modules (cached)" >&2
+testbed/kernel/build.sh >/dev/null
+
+if [[ $mode == capacity ]]; then
+    testbed/vm/run.sh --timeout 600 --out "$out" testbed/runner/guest.sh capacity "$out" | grep --line-buffered '^\[tb\]\|^error\|Traceback\|XDCC-EXIT'
+    exit "${PIPESTATUS[0]}"
+fi
+
+runs=$(/usr/bin/python3 testbed/runner/guest.py check "$scenario" "${guest_args[@]}" --count)
+limit=$(( runs * ($(/usr/bin/python3 testbed/runner/guest.py check "$scenario" "${guest_args[@]}" --duration-of) + 90) + 120 ))
+echo "[testbed] $runs run(s) in the VM (time limit ${limit}s); results in $out" >&2
+set +e
+testbed/vm/run.sh --timeout "$limit" --out "$out" testbed/runner/guest.sh run "$scenario" "$out" "${guest_args[@]}" \
+    >"$out/vm.log" 2>&1 &
+vm=$!
+tail -n +1 -f "$out/vm.log" --pid=$vm | grep --line-buffered '^\[tb\]\|^error\|Traceback\|File "\|Error\|XDCC-EXIT\|^Warning\|WARNING\|BUG'
+wait $vm
+rc=$?
+set -e
+if ((rc != 0)); then
+    echo "[testbed] the VM run failed (exit $rc); full log: $out/vm.log" >&2
+    exit "$rc"
+fi
+/usr/bin/python3 testbed/runner/report.py "$out"

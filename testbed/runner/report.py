@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Turn a testbed run directory (OUT/raw/*.json from guest.py) into results:
+OUT/summary.{json,csv}, OUT/timeseries/<run>.csv, plots (PNG and SVG) under
+OUT/plots/, and OUT/report.md comparing the CCs; prints the summary table.
+
+    report.py OUT
+"""
+
+import csv
+import glob
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import metrics  # noqa: E402
+
+
+def fmt(v, nd=1, pct=False):
+    if v is None:
+        return "-"
+    if pct:
+        return f"{100 * v:.{nd}f}"
+    if isinstance(v, float):
+        return f"{v:.{nd}f}"
+    return str(v)
+
+
+COLUMNS = [  # (header, getter, format)
+    ("cc", lambda m: m["cc"], None),
+    ("point", lambda m: m["label"] or "-", None),
+    ("util%", lambda m: fmt(m["utilization"], 1, pct=True), None),
+    ("jain", lambda m: fmt(m["jain"], 3), None),
+    ("conv_s", lambda m: fmt(m["convergence_s"], 1) if m["convergence_s"] is not None
+     else ("never" if m["jain"] is not None else "-"), None),
+    ("intra_Mbps", lambda m: fmt(m["intra"]["per_flow_mbps"], 1), None),
+    ("inter_Mbps", lambda m: fmt(m["inter"]["per_flow_mbps"], 1), None),
+    ("inter/intra", lambda m: fmt(m["inter_intra_ratio"], 2), None),
+    ("rtt_intra_ms", lambda m: fmt(m["intra"]["rtt_ms"], 1), None),
+    ("rtt_inter_ms", lambda m: fmt(m["inter"]["rtt_ms"], 1), None),
+    ("q_mean_kB", lambda m: fmt(m["queue_mean_kb"], 1), None),
+    ("q_p99_kB", lambda m: fmt(m["queue_p99_kb"], 1), None),
+    ("drops", lambda m: str(m["drops"]), None),
+    ("retx", lambda m: str(m["retransmits"]), None),
+]
+
+
+def table(ms, markdown=False):
+    rows = [[c[1](m) for c in COLUMNS] for m in ms]
+    heads = [c[0] for c in COLUMNS]
+    if markdown:
+        out = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(out)
+    w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
+    line = lambda r: "  ".join(x.rjust(w[i]) if i > 1 else x.ljust(w[i]) for i, x in enumerate(r))
+    return "\n".join([line(heads)] + [line(r) for r in rows])
+
+
+def fct_rows(ms):
+    out = []
+    for m in ms:
+        for r in m["fct"]:
+            out.append([m["cc"], m["label"] or "-", r["kind"], r["class"], r["size"], str(r["n"]),
+                        fmt(r["mean_ms"], 1), fmt(r["p99_ms"], 1)])
+    return out
+
+
+def plot_run(raw, m, ts, outdir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    flows = raw["flows"]
+    fig, ax = plt.subplots(4, 1, figsize=(9, 11), sharex=True)
+    colors = {"intra": "tab:blue", "inter": "tab:red"}
+    for f in flows:
+        s = ts["rates"][f["id"]]
+        ax[0].plot([t + metrics.BIN_S / 2 for t, _ in s], [r / 1e6 for _, r in s],
+                   color=colors[f["class"]], alpha=0.7, lw=1,
+                   label=f"{f['class']}" if f is next(g for g in flows if g["class"] == f["class"]) else None)
+        r = ts["rtt"][f["id"]]
+        ax[1].plot([t for t, _ in r], [v for _, v in r], color=colors[f["class"]], alpha=0.6, lw=0.8)
+    ax[0].set_ylabel(f"rate (Mbit/s, {metrics.BIN_S}s bins)")
+    ax[0].legend(loc="upper right")
+    ax[1].set_ylabel("srtt (ms)")
+    ax[1].set_yscale("log")
+    q = ts["queue"]
+    ax[2].plot([x[0] for x in q], [x[1] / 1000 for x in q], color="black", lw=0.8)
+    ax[2].set_ylabel(f"queue {raw['bottleneck']} (kB)")
+    j = [(t, v) for t, v in ts["jain"] if v is not None]
+    ax[3].plot([t + metrics.BIN_S / 2 for t, _ in j], [v for _, v in j], color="tab:green")
+    ax[3].axhline(metrics.CONVERGED_JAIN, ls="--", color="gray", lw=0.8)
+    ax[3].set_ylim(0, 1.05)
+    ax[3].set_ylabel("Jain's index")
+    ax[3].set_xlabel("time (s)")
+    fig.suptitle(f"{raw['scenario']}: {raw['run_id']}")
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(outdir, f"{raw['run_id']}.{ext}"), dpi=90)
+    plt.close(fig)
+
+
+def plot_compare(ms, outdir, name):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ccs = list(dict.fromkeys(m["cc"] for m in ms))
+    labels = list(dict.fromkeys(m["label"] or "-" for m in ms))
+    fig, ax = plt.subplots(1, 3, figsize=(13, 4))
+    width = 0.8 / max(1, len(ccs))
+    for i, cc in enumerate(ccs):
+        by = {m["label"] or "-": m for m in ms if m["cc"] == cc}
+        xs = [k + i * width for k in range(len(labels))]
+        ax[0].bar(xs, [by[lab]["jain"] or 0 if lab in by else 0 for lab in labels], width, label=cc)
+        ax[1].bar(xs, [(by[lab]["inter_intra_ratio"] or 0) if lab in by else 0 for lab in labels], width)
+        ax[2].bar(xs, [(by[lab]["utilization"] or 0) * 100 if lab in by else 0 for lab in labels], width)
+    for a, t in zip(ax, ("Jain's index (steady)", "inter/intra per-flow throughput", "bottleneck utilization %")):
+        a.set_xticks([k + width * (len(ccs) - 1) / 2 for k in range(len(labels))])
+        a.set_xticklabels(labels)
+        a.set_title(t)
+    ax[1].axhline(1.0, ls="--", color="gray", lw=0.8)
+    ax[0].legend()
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(outdir, f"{name}.{ext}"), dpi=90)
+    plt.close(fig)
+    if any(m["fct"] for m in ms):
+        classes = [c for _, _, c in metrics.SIZE_CLASSES]
+        fig, ax = plt.subplots(1, 2, figsize=(12, 4))
+        for i, m in enumerate(ms):
+            for k, stat in enumerate(("mean_ms", "p99_ms")):
+                vals = []
+                for c in classes:
+                    v = [r[stat] for r in m["fct"] if r["size"] == c]
+                    vals.append(max(v) if v else 0)
+                ax[k].bar([x + i * 0.8 / len(ms) for x in range(len(classes))], vals, 0.8 / len(ms),
+                          label=m["run_id"])
+        for k, t in enumerate(("FCT mean (ms)", "FCT p99 (ms)")):
+            ax[k].set_xticks([x + 0.4 - 0.4 / len(ms) for x in range(len(classes))])
+            ax[k].set_xticklabels(classes)
+            ax[k].set_yscale("log")
+            ax[k].set_title(t)
+        ax[0].legend(fontsize=7)
+        fig.tight_layout()
+        for ext in ("png", "svg"):
+            fig.savefig(os.path.join(outdir, f"{name}-fct.{ext}"), dpi=90)
+        plt.close(fig)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip(), file=sys.stderr)
+        sys.exit(2)
+    out = sys.argv[1]
+    raws = sorted(glob.glob(os.path.join(out, "raw", "*.json")))
+    if not raws:
+        print(f"report.py: no runs under {out}/raw/", file=sys.stderr)
+        sys.exit(1)
+    with open(os.path.join(out, "scenario.json")) as fh:
+        sc = json.load(fh)
+    order = {cc: i for i, cc in enumerate(sc["ccs"])}
+    runs = []
+    for p in raws:
+        with open(p) as fh:
+            raw = json.load(fh)
+        m, ts = metrics.analyze(raw)
+        runs.append((raw, m, ts))
+    labels = [""] + [f"{sc['sweep']['key'].split('.')[-1]}={v}" for v in sc["sweep"]["values"]] if sc.get("sweep") else [""]
+    runs.sort(key=lambda r: (labels.index(r[1]["label"]) if r[1]["label"] in labels else 99, order.get(r[1]["cc"], 99)))
+    ms = [m for _, m, _ in runs]
+    os.makedirs(os.path.join(out, "plots"), exist_ok=True)
+    os.makedirs(os.path.join(out, "timeseries"), exist_ok=True)
+    for raw, m, ts in runs:
+        with open(os.path.join(out, "timeseries", raw["run_id"] + ".csv"), "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["t_s", "flow", "class", "rate_mbps", "srtt_ms", "cwnd"])
+            for f in raw["flows"]:
+                rt = dict(ts["rtt"][f["id"]])
+                cw = dict(ts["cwnd"][f["id"]])
+                for t, r in ts["rates"][f["id"]]:
+                    near = min(rt, key=lambda x: abs(x - t - metrics.BIN_S), default=None)
+                    w.writerow([f"{t:.2f}", f["id"], f["class"], f"{r / 1e6:.3f}",
+                                f"{rt[near]:.3f}" if near is not None else "", cw.get(near, "")])
+        try:
+            plot_run(raw, m, ts, os.path.join(out, "plots"))
+        except ImportError:
+            pass
+    try:
+        plot_compare(ms, os.path.join(out, "plots"), sc["name"])
+        have_plots = True
+    except ImportError:
+        have_plots = False
+    with open(os.path.join(out, "summary.json"), "w") as fh:
+        json.dump({"scenario": sc["name"], "runs": ms}, fh, indent=1)
+    with open(os.path.join(out, "summary.csv"), "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([c[0] for c in COLUMNS])
+        for m in ms:
+            w.writerow([c[1](m) for c in COLUMNS])
+    cap = os.path.join(out, "..", "capacity.json")
+    md = [f"# {sc['name']}: {sc['description']}", ""]
+    if sc.get("paper"):
+        md += [f"Paper claims: {sc['paper']}", ""]
+    t = runs[0][0]["topology"]
+    md += [f"Topology: {t['hosts_per_dc']} hosts per DC, DC links {t['dc']['rate_mbit']} Mbit/s, "
+           f"intra-DC RTT {t['dc']['intra_rtt_us']} us, WAN {t['wan']['rate_mbit']} Mbit/s over "
+           f"{t['wan_paths']} path(s); bottleneck `{sc['bottleneck']}`; {sc['duration_s']} s per run, "
+           f"samples every {sc['sample_ms']} ms. Steady-state metrics over the second half of the "
+           f"period when all long flows run; Jain over {metrics.BIN_S} s bins, converged when it "
+           f"stays >= {metrics.CONVERGED_JAIN}.", "", table(ms, markdown=True), ""]
+    fr = fct_rows(ms)
+    if fr:
+        md += ["## Flow completion times", "",
+               "| cc | point | traffic | class | size | n | mean ms | p99 ms |", "|---|---|---|---|---|---|---|---|"]
+        md += ["| " + " | ".join(r) + " |" for r in fr]
+        md += [""]
+        failed = sum(m["fct_failed"] for m in ms)
+        md += [f"Sized flows that failed or did not finish: {failed}.", ""]
+    if have_plots:
+        md += ["## Plots", "", f"![comparison](plots/{sc['name']}.png)", ""]
+        if fr:
+            md += [f"![FCT](plots/{sc['name']}-fct.png)", ""]
+        md += [f"![{m['run_id']}](plots/{m['run_id']}.png)" for m in ms]
+    md += ["", "Files: `summary.json`, `summary.csv`, `timeseries/*.csv`, `raw/*.json` "
+           "(every sample), `raw/*.profiles/` (the switch profiles applied)."]
+    if os.path.isfile(cap):
+        pass
+    with open(os.path.join(out, "report.md"), "w") as fh:
+        fh.write("\n".join(md) + "\n")
+    print(table(ms))
+    if fr:
+        print()
+        print("cc       point  traffic   class  size        n    mean_ms    p99_ms")
+        for r in fr:
+            print(f"{r[0]:<8} {r[1]:<6} {r[2]:<9} {r[3]:<6} {r[4]:<10} {r[5]:>3} {r[6]:>10} {r[7]:>9}")
+    print(f"\nreport: {os.path.join(out, 'report.md')}")
+
+
+if __name__ == "__main__":
+    main()
