@@ -56,6 +56,19 @@ def load_cc(cc, t, extra):
     return {"tunables": out}
 
 
+def cpu_times():
+    """(busy, softirq, total) jiffies of all guest CPUs (/proc/stat)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return sum(v) - idle, v[6], sum(v)
+
+
+def cpu_split(a, b):
+    tot = max(1, b[2] - a[2])
+    return {"busy": round((b[0] - a[0]) / tot, 3), "softirq": round((b[1] - a[1]) / tot, 3)}
+
+
 def addr(host, v6):
     return topology.host_addr(host, v6)
 
@@ -111,8 +124,17 @@ def one_run(s, t, cc, label, out, idx, total):
     work = os.path.join(out, "raw", run_id + ".profiles")
     os.makedirs(work, exist_ok=True)
     if cc in s["profiles"]:
-        t = topology.merge(t, {"dc": {"switch_profile": s["profiles"][cc]}})
-    applied = topology.build(t, work, XDCC, log)
+        # A CC's own switch profile is used as shipped: no step-K override.
+        t = topology.merge(t, {"dc": {"switch_profile": s["profiles"][cc], "k_pkts": 0}})
+    global _built
+    if _built and _built[0] == t:
+        # Same network as the last run: keep it (building costs ~1 min of
+        # process spawns under TCG); its queues have drained meanwhile.
+        applied = _built[1]
+        time.sleep(2)
+    else:
+        applied = topology.build(t, work, XDCC, log)
+        _built = (t, applied)
     cc_info = load_cc(cc, t, s["tunables"].get(cc, {}))
     for h in topology.hosts(t):
         netns.sysctl(h, "net.ipv4.tcp_congestion_control", cc)
@@ -158,6 +180,7 @@ def one_run(s, t, cc, label, out, idx, total):
     time.sleep(0.5)
     ports = [(p, *parse_port(p)) for p in [s["bottleneck"]] + s["monitor"]]
     t0 = time.monotonic()
+    cpu0 = cpu_times()
     sampler = Sampler(t0, s["sample_ms"] / 1000.0, sorted(senders), long_ports, ports)
     sampler.start()
     clients, threads = {}, []
@@ -181,6 +204,7 @@ def one_run(s, t, cc, label, out, idx, total):
                         "class": "intra" if topology.same_dc(src, dst) else "inter"}
                 threads.append(flowgen.start_flow(src, addr(dst, v6), size, cc, fct, meta))
         if now >= dur:
+            cpu = cpu_split(cpu0, cpu_times())
             break
         if now - last_progress >= 5:
             last_progress = now
@@ -225,11 +249,22 @@ def one_run(s, t, cc, label, out, idx, total):
                           "pacing_rate", "cc"],
         "queues": sampler.queues, "queue_fields": ["t", "backlog_bytes", "qlen", "sent_bytes", "drops"],
         "fct": list(fct), "fct_unfinished": unfinished,
+        "cpu": cpu, "sample_gaps_ms": gaps(sampler.queues),
     }
     with open(os.path.join(out, "raw", run_id + ".json"), "w") as fh:
         json.dump(raw, fh)
-    log(f"[tb] run {idx}/{total} {run_id}: done ({len(fct)} sized flows, {unfinished} unfinished)")
-    topology.teardown(t)
+    log(f"[tb] run {idx}/{total} {run_id}: done ({len(fct)} sized flows, {unfinished} unfinished; "
+        f"guest CPU {100 * cpu['busy']:.0f}% busy, {100 * cpu['softirq']:.0f}% softirq; "
+        f"sample gaps {raw['sample_gaps_ms']} ms)")
+
+
+_built = None  # (topology, applied ports) of the network standing now
+
+
+def gaps(queues):
+    """Median and max time between samples: how well the sampler kept up."""
+    d = sorted(b[0] - a[0] for q in queues.values() for a, b in zip(q, q[1:]))
+    return {"median": round(1000 * d[len(d) // 2]), "max": round(1000 * d[-1])} if d else None
 
 
 def port_rate(applied, ns, dev):
@@ -276,10 +311,11 @@ def cmd_run(a):
         json.dump({k: v for k, v in s.items()}, fh, indent=1)
     idx = 0
     for i, over in enumerate(points):
-        t = topology.merge(base, over) if over else base
+        t, sv = scen.at_point(s, base, over)
         for cc in s["ccs"]:
             idx += 1
-            one_run(s, t, cc, scen.sweep_label(s, i), a.out, idx, total)
+            one_run(sv, t, cc, scen.sweep_label(s, i), a.out, idx, total)
+    topology.teardown()
     log(f"[tb] all {total} runs done")
 
 

@@ -86,10 +86,13 @@ def normalize(s, ccs, duration_s):
     if sweep is not None:
         if set(sweep) != {"key", "values"} or not sweep["values"]:
             raise ScenarioError("[sweep] needs key = \"section.name\" and a non-empty values list")
+    if sweep is not None and sweep["key"].startswith("workload."):
+        if "workload" not in s or sweep["key"][9:] not in WORKLOAD_KEYS:
+            raise ScenarioError(f"[sweep] key '{sweep['key']}': no such [workload] setting")
     for v in sweep_values(s):
-        t = topology.merge(base, v) if v else base
+        t, sv = at_point(s, base, v)
         topology.validate(t)
-        check_traffic(s, t)
+        check_traffic(sv, t)
     for cc, prof in s["profiles"].items():
         topology.profile_path(prof)
     for cc, kv in s["tunables"].items():
@@ -108,6 +111,15 @@ def sweep_values(s):
     for v in sw["values"]:
         out.append({sec: {key: v}} if key else {sec: v})
     return out
+
+
+def at_point(s, base_topology, over):
+    """(topology, scenario) at one sweep point: workload.* keys change the
+    scenario's [workload], everything else the topology."""
+    if "workload" in over:
+        sv = dict(s, workload=dict(s["workload"], **over["workload"]))
+        return base_topology, sv
+    return (topology.merge(base_topology, over) if over else base_topology), s
 
 
 def sweep_label(s, i):

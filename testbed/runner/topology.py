@@ -9,7 +9,8 @@ can queue gets a switch-config profile (`xdcc switch apply`), so a scenario
 sets rate, buffer and marking exactly as a real switch would:
 
     host NIC eth0         netem: half the intra-DC base RTT, at the DC rate
-    switch port hI, uplink   the DC switch profile (ECN marking), DC / uplink rate
+    switch port hI, uplink   the DC switch profile (ECN marking), DC / uplink rate;
+                          dc.k_pkts > 0 replaces its marking by a step at K packets
     border port dc        dc-fifo at the uplink rate
     border port wanK      the WAN profile with delay (ratio-1)/2 x intra RTT
 
@@ -37,7 +38,7 @@ DEFAULTS = {
     "gso": False,
     "time_scale": 10,
     "dc": {"rate_mbit": 100, "intra_rtt_us": 2000, "uplink_rate_mbit": 400,
-           "switch_profile": "dc-gemini", "host_buffer_pkts": 1000},
+           "switch_profile": "dc-gemini", "host_buffer_pkts": 1000, "k_pkts": 0},
     "wan": {"rate_mbit": 400, "inter_intra_ratio": 10, "border_profile": "wan-border"},
 }
 
@@ -87,6 +88,7 @@ def validate(t):
     rng("dc.uplink_rate_mbit", t["dc"]["uplink_rate_mbit"], 1, 100_000)
     rng("dc.intra_rtt_us", t["dc"]["intra_rtt_us"], 20, 1_000_000)
     rng("dc.host_buffer_pkts", t["dc"]["host_buffer_pkts"], 10, 100_000)
+    rng("dc.k_pkts", t["dc"]["k_pkts"], 0, 100_000)
     rng("wan.rate_mbit", t["wan"]["rate_mbit"], 1, 100_000)
     rng("wan.inter_intra_ratio", t["wan"]["inter_intra_ratio"], 1, 1000)
     for key in ("dc.switch_profile", "wan.border_profile"):
@@ -159,7 +161,7 @@ def _toml(d, prefix=""):
     return "\n".join(lines)
 
 
-def derive_profile(name, workdir, tag, rate_mbit, delay_us=None, time_scale=1):
+def derive_profile(name, workdir, tag, rate_mbit, delay_us=None, time_scale=1, k_pkts=0):
     """A shipped profile with this port's rate (and WAN delay), written to
     workdir so the run records exactly what was applied.
 
@@ -175,7 +177,10 @@ def derive_profile(name, workdir, tag, rate_mbit, delay_us=None, time_scale=1):
     per_gbps = p["port"].pop("buffer_pkts_per_gbps", None)
     if per_gbps is not None:
         p["port"]["buffer_bytes"] = max(1, round(per_gbps * paper_gbps)) * p["port"].get("mtu", 1500)
-    if p.get("marking", {}).get("kind") == "step":
+    if k_pkts:
+        # An absolute step-marking threshold (gemini-ton sweeps K in packets).
+        p["marking"] = {"kind": "step", "k_pkts_per_gbps": max(1, round(k_pkts * 1000 / rate_mbit))}
+    elif p.get("marking", {}).get("kind") == "step":
         p["marking"]["k_pkts_per_gbps"] *= time_scale
     if delay_us is not None:
         p.setdefault("wan", {})["delay_us"] = delay_us
@@ -275,7 +280,8 @@ def build(t, workdir, xdcc_bin, log=print):
                       "rate", f"{t['dc']['rate_mbit']}mbit", "limit", str(t["dc"]["host_buffer_pkts"])])
     applied = []
     for ns, dev, prof, rate, delay in ports(t):
-        path = derive_profile(prof, workdir, f"{ns}-{dev}", rate, delay, t["time_scale"])
+        k = t["dc"]["k_pkts"] if prof == t["dc"]["switch_profile"] else 0
+        path = derive_profile(prof, workdir, f"{ns}-{dev}", rate, delay, t["time_scale"], k)
         netns.run(ns, [xdcc_bin, "switch", "apply", path, dev])
         applied.append({"ns": ns, "dev": dev, "profile": prof, "rate_mbit": rate, "delay_us": delay})
     log(f"[tb] topology: {len(hosts(t))} hosts, {t['wan_paths']} WAN path(s), "

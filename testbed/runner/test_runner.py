@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Unit tests of the testbed runner's host-side parts: metrics, scenario and
+topology validation, CDF sampling, addressing. `python3 -m unittest` style;
+run by test.sh (no root, no VM)."""
+
+import os
+import random
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flowgen  # noqa: E402
+import metrics  # noqa: E402
+import scenario  # noqa: E402
+import topology  # noqa: E402
+
+
+def raw_run(rates_mbps, dur=10, step=0.1, classes=None, sent_mbps=None, port_rate=100):
+    """A synthetic run: flow i sends at rates_mbps[i] from t=0."""
+    flows, samples = [], {}
+    for i, r in enumerate(rates_mbps):
+        flows.append({"id": i, "kind": "long", "src": "dc1h2", "dst": "dc1h1", "start_s": 0, "stop_s": dur,
+                      "class": (classes or ["intra"] * len(rates_mbps))[i]})
+        samples[str(i)] = [[k * step, int(r * 1e6 / 8 * k * step), 10, 1000 * (1 + i), 0, 0, 0, "x"]
+                           for k in range(int(dur / step) + 1)]
+    sent = sent_mbps if sent_mbps is not None else sum(rates_mbps)
+    q = [[k * step, 3000, 2, int(sent * 1e6 / 8 * k * step), k // 10] for k in range(int(dur / step) + 1)]
+    return {"run_id": "t", "cc": "x", "label": "", "duration_s": dur, "flows": flows, "samples": samples,
+            "queues": {"dc1sw:h1": q}, "bottleneck": "dc1sw:h1", "port_rates_mbit": {"dc1sw:h1": port_rate},
+            "fct": []}
+
+
+class Metrics(unittest.TestCase):
+    def test_jain(self):
+        self.assertAlmostEqual(metrics.jain([5, 5, 5, 5]), 1.0)
+        self.assertAlmostEqual(metrics.jain([1, 0, 0, 0]), 0.25)
+        self.assertIsNone(metrics.jain([]))
+
+    def test_percentile(self):
+        xs = list(range(1, 101))
+        self.assertEqual(metrics.percentile(xs, 99), 99)
+        self.assertEqual(metrics.percentile(xs, 50), 50)
+        self.assertIsNone(metrics.percentile([], 50))
+
+    def test_fair_run(self):
+        m, ts = metrics.analyze(raw_run([25, 25, 25, 25]))
+        self.assertAlmostEqual(m["jain"], 1.0, places=3)
+        self.assertAlmostEqual(m["utilization"], 1.0, places=2)
+        self.assertEqual(m["convergence_s"], 0.0)
+        self.assertAlmostEqual(m["intra"]["per_flow_mbps"], 25, places=1)
+        self.assertAlmostEqual(m["queue_mean_kb"], 3.0)
+        self.assertEqual(m["drops"], 10)  # counter rose from 0 to 10 over 10 s
+
+    def test_unfair_run(self):
+        m, _ = metrics.analyze(raw_run([90, 10], classes=["intra", "inter"], sent_mbps=50))
+        self.assertAlmostEqual(m["jain"], (100 ** 2) / (2 * (90 ** 2 + 10 ** 2)), places=3)
+        self.assertAlmostEqual(m["inter_intra_ratio"], 10 / 90, places=2)
+        self.assertIsNone(m["convergence_s"])  # never fair
+        self.assertAlmostEqual(m["utilization"], 0.5, places=2)
+
+    def test_convergence(self):
+        series = [(t * 0.5, 0.5 if t < 6 else 0.97) for t in range(20)]
+        self.assertAlmostEqual(metrics.convergence_s(series, 0.0), 3.0)
+        self.assertIsNone(metrics.convergence_s([(0, 0.5), (0.5, 0.5)], 0.0))
+
+    def test_rate_series(self):
+        s = [[0, 0], [1, 1000], [2, 1000]]
+        r = metrics.rate_series(s, 2, bin_s=1)
+        self.assertEqual(r, [(0.0, 8000.0), (1.0, 0.0)])
+
+    def test_fct_classes(self):
+        fct = [{"ok": True, "kind": "incast", "class": "intra", "size": 50_000, "fct_s": 0.01 * i}
+               for i in range(1, 101)]
+        fct.append({"ok": False, "kind": "incast", "class": "intra", "size": 50_000})
+        rows = metrics.fct_table(fct)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["size"], "<100KB")
+        self.assertEqual(rows[0]["n"], 100)
+        self.assertAlmostEqual(rows[0]["p99_ms"], 990.0)
+
+
+class Workloads(unittest.TestCase):
+    def test_shipped_cdfs(self):
+        ws = flowgen.load_cdf(scenario.workload_path("websearch_dctcp_hpcc.txt"))
+        self.assertAlmostEqual(flowgen.cdf_mean(ws) / 1e6, 1.71, delta=0.05)  # README: 1.71 MB
+        wan = flowgen.load_cdf(scenario.workload_path("alibaba_interdc_wan_2021_uno.txt"))
+        self.assertAlmostEqual(flowgen.cdf_mean(wan) / 1e6, 64, delta=3)
+        rng = random.Random(1)
+        xs = [flowgen.sample(ws, rng) for _ in range(20000)]
+        self.assertAlmostEqual(sum(xs) / len(xs) / 1e6, 1.71, delta=0.25)
+        self.assertTrue(all(1 <= x <= 30_000_000 for x in xs))
+
+    def test_bad_cdf(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("100 0\n50 50\n200 100\n")
+        with self.assertRaisesRegex(ValueError, "non-decreasing"):
+            flowgen.load_cdf(f.name)
+        with open(f.name, "w") as g:
+            g.write("100 0\nabc 100\n")
+        with self.assertRaisesRegex(ValueError, ":2:"):
+            flowgen.load_cdf(f.name)
+        os.unlink(f.name)
+
+    def test_poisson_load(self):
+        rng = random.Random(2)
+        ts = flowgen.poisson_schedule(rng, 1000, 0.4, 100e6, 1e6)  # 5 flows/s
+        self.assertAlmostEqual(len(ts) / 1000, 5.0, delta=0.3)
+
+
+class Scenarios(unittest.TestCase):
+    def test_shipped_scenarios_valid(self):
+        for f in os.listdir(os.path.join(scenario.TESTBED, "scenarios")):
+            if f.endswith(".toml"):
+                s = scenario.load(f[:-5])
+                self.assertTrue(s["ccs"])
+
+    def bad(self, text, msg):
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write(text)
+        try:
+            with self.assertRaisesRegex(scenario.ScenarioError, msg):
+                scenario.load(f.name)
+        finally:
+            os.unlink(f.name)
+
+    def test_bad_scenarios(self):
+        base = 'bottleneck = "dc1sw:h1"\n'
+        self.bad(base + "bogus = 1\n", "unknown key 'bogus'")
+        self.bad(base + 'ccs = ["nope"]\n', "unknown CC 'nope'")
+        self.bad(base + "[[long]]\nfrom = [\"dc9h1\"]\nto = \"dc1h1\"\n", "no host 'dc9h1'")
+        self.bad(base + "[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\nstop_s = 99\n", "stop_s")
+        self.bad(base + "[net]\nhosts_per_dc = 0\n", r"hosts_per_dc = 0 is out of range")
+        self.bad(base + "[net.dc]\nswitch_profile = \"nope\"\n", "no switch profile 'nope'")
+        self.bad(base + "[net.dc]\nrate = 5\n", "unknown key 'dc.rate'")
+        self.bad(base + "[workload]\nload = 2.0\n", "load must be in")
+        self.bad(base + "[sweep]\nkey = \"workload.load\"\nvalues = [0.4]\n", "no such \\[workload\\]")
+        self.bad(base + "duration_s = 0\n", "duration_s = 0")
+        self.bad(base + "ccs = [\n", "")  # TOML syntax error: still a ScenarioError
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+class Topology(unittest.TestCase):
+    def test_addresses_and_ports(self):
+        t = topology.load(os.path.join(scenario.TESTBED, "topologies", "two-dc.toml"), {"wan_paths": 2})
+        self.assertEqual(topology.host_addr("dc2h3"), "10.2.3.2")
+        self.assertEqual(topology.host_addr("dc2h3", True), "fd00:2:3::2")
+        self.assertTrue(topology.same_dc("dc1h1", "dc1h4"))
+        self.assertFalse(topology.same_dc("dc1h1", "dc2h1"))
+        ports = topology.ports(t)
+        wan = [p for p in ports if p[1].startswith("wan")]
+        self.assertEqual(len(wan), 4)  # 2 paths x 2 borders
+        # inter RTT = 2 x host delay + 2 x WAN delay = ratio x intra RTT
+        half = t["dc"]["intra_rtt_us"] // 2
+        self.assertEqual(2 * half + 2 * wan[0][4], topology.inter_rtt_us(t))
+        root, cmds = topology.link_lines(t)
+        self.assertTrue(any("nexthop via 10.200.0.2 nexthop via 10.200.1.2" in c for c in cmds["dc1br"]))
+
+    def test_time_scaled_profile(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = topology.derive_profile("dc-gemini", d, "x", 50, time_scale=20)
+            text = read(p)
+            # 450 pkts/Gbps at the paper's 1 Gbit/s = 450 packets; K = 50 packets.
+            self.assertIn("buffer_bytes = 675000", text)
+            self.assertIn("k_pkts_per_gbps = 1000", text)  # 1000/Gbps x 0.05 Gbit/s = 50
+            p = topology.derive_profile("dc-gemini", d, "y", 50, time_scale=20, k_pkts=320)
+            self.assertIn("k_pkts_per_gbps = 6400", read(p))
+            p = topology.derive_profile("wan-uno-loss-setup1", d, "z", 50, delay_us=1234, time_scale=20)
+            text = read(p)
+            self.assertIn("delay_us = 1234", text)
+            self.assertIn("[wan.gilbert_elliott]", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
