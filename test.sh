@@ -7,6 +7,9 @@
 #                      3. the kernel modules, the CLI and the switch
 #                         profiles in the qemu VM
 #                         (builds the test kernel on first use: ~15 min)
+#                      4. the 2-DC testbed: runner units (host), topology
+#                         build in the VM, and a short scenario end to end
+#                         (testbed/scenarios/ci-smoke.toml) down to a report
 #   XDCC_SKIP_VM=1 ./test.sh      skip 3
 #   XDCC_SKIP_NETNS=1 ./test.sh   skip 2
 set -euo pipefail
@@ -26,6 +29,13 @@ echo "[test] cargo tests (release build: overflow checks stay on, as in the kern
 cargo test --release --workspace --locked
 cargo build --release --locked -p xdcc
 
+echo "[test] testbed runner units (scenarios, topology validation, profiles, metrics)" >&2
+if [[ ! -x /usr/bin/python3 ]] || ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq python3 python3-matplotlib >/dev/null
+fi
+/usr/bin/python3 testbed/runner/test_runner.py
+
 if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
     echo "[test] eBPF telemetry, rerouting and the CLI in network namespaces (host kernel)" >&2
     userspace/tests/netns.sh
@@ -37,4 +47,11 @@ if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
     testbed/vm/run.sh --timeout 900 testbed/vm/tests/kmods.sh
     echo "[test] switch profiles (RED, step marking, netem) in the VM" >&2
     testbed/vm/run.sh --timeout 300 testbed/vm/tests/switch.sh
+    echo "[test] testbed: 2-DC topology (namespaces, addresses, routes, qdiscs) in the VM" >&2
+    testbed/vm/run.sh --timeout 600 testbed/runner/guest.sh topo-test
+    echo "[test] testbed: the CI smoke scenario end to end, down to a report" >&2
+    smoke=$(mktemp -d)
+    trap 'rm -rf "$smoke"' EXIT
+    testbed/run.sh ci-smoke --out "$smoke"
+    /usr/bin/python3 testbed/runner/check_report.py "$smoke"
 fi

@@ -77,10 +77,10 @@ class Sampler(threading.Thread):
     """Every sample_ms: tcp_info of each long flow (sender side) and the
     counters of every monitored port."""
 
-    def __init__(self, t0, period, senders, long_ports, ports):
+    def __init__(self, t0, period, senders, long_ports, ports, v6):
         super().__init__(daemon=True)
         self.t0, self.period = t0, period
-        self.socks = {h: nlstats.Sockets(h) for h in senders}
+        self.socks = {h: nlstats.Sockets(h, v6) for h in senders}
         self.long_ports = long_ports
         self.ports = [(p, nlstats.Qdiscs(ns), topology.ifindex(ns, dev)) for p, ns, dev in ports]
         self.flows = {}
@@ -181,7 +181,7 @@ def one_run(s, t, cc, label, out, idx, total):
     ports = [(p, *parse_port(p)) for p in [s["bottleneck"]] + s["monitor"]]
     t0 = time.monotonic()
     cpu0 = cpu_times()
-    sampler = Sampler(t0, s["sample_ms"] / 1000.0, sorted(senders), long_ports, ports)
+    sampler = Sampler(t0, s["sample_ms"] / 1000.0, sorted(senders), long_ports, ports, s["ipv6"])
     sampler.start()
     clients, threads = {}, []
     wall0 = time.time()

@@ -168,6 +168,10 @@ def analyze(raw):
         "fct": fct_table(raw.get("fct", [])),
         "fct_count": len(raw.get("fct", [])),
         "fct_failed": sum(1 for f in raw.get("fct", []) if not f.get("ok")) + raw.get("fct_unfinished", 0),
+        # How loaded the emulation itself was: a saturated guest CPU or large
+        # sample gaps mean the numbers measure the VM, not only the CC.
+        "guest_cpu_busy": (raw.get("cpu") or {}).get("busy"),
+        "sample_gap_max_ms": (raw.get("sample_gaps_ms") or {}).get("max"),
     }
     ts = {"rates": series, "jain": jain_series, "queue": q,
           "rtt": {f["id"]: [(x[0], x[3] / 1000.0) for x in raw["samples"].get(str(f["id"]), [])] for f in flows},

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Check that a testbed results directory is complete: every run of the
+scenario has every metric filled, its time series and plots, and the report
+names them. Used by test.sh after the CI smoke scenario; exits 1 listing
+what is missing.
+
+    check_report.py OUT
+"""
+
+import json
+import os
+import sys
+
+# Metrics that must hold a number for every run with long flows. (Convergence
+# time may be None: "never converged" is a result, but the key must exist.)
+REQUIRED = ["utilization", "jain", "queue_mean_kb", "queue_p99_kb", "drops", "retransmits",
+            "guest_cpu_busy", "sample_gap_max_ms"]
+PER_CLASS = ["per_flow_mbps", "sum_mbps", "rtt_ms"]
+
+
+def problems(out):
+    bad = []
+    try:
+        with open(os.path.join(out, "summary.json")) as fh:
+            summary = json.load(fh)
+        with open(os.path.join(out, "scenario.json")) as fh:
+            scen = json.load(fh)
+        with open(os.path.join(out, "report.md")) as fh:
+            report = fh.read()
+    except (OSError, ValueError) as e:
+        return [f"cannot read results: {e}"]
+    runs = summary["runs"]
+    points = len(scen["sweep"]["values"]) if scen.get("sweep") else 1
+    if len(runs) != points * len(scen["ccs"]):
+        bad.append(f"{len(runs)} runs in summary.json, expected {points * len(scen['ccs'])}")
+    if sorted({r["cc"] for r in runs}) != sorted(scen["ccs"]):
+        bad.append(f"CCs in summary {sorted({r['cc'] for r in runs})} != scenario {scen['ccs']}")
+    for r in runs:
+        rid = r["run_id"]
+        for k in REQUIRED:
+            if r.get(k) is None:
+                bad.append(f"{rid}: {k} missing")
+        if "convergence_s" not in r:
+            bad.append(f"{rid}: convergence_s missing")
+        for cls in ("intra", "inter"):
+            if r[cls]["n"]:
+                for k in PER_CLASS:
+                    if r[cls].get(k) is None:
+                        bad.append(f"{rid}: {cls}.{k} missing")
+        if r["utilization"] is not None and not 0.05 < r["utilization"] <= 1.05:
+            bad.append(f"{rid}: utilization {r['utilization']:.3f} out of range")
+        if scen.get("workload") or scen.get("incast"):
+            if not r["fct"] or r["fct_count"] == 0:
+                bad.append(f"{rid}: no flow completion times")
+            elif r["fct_failed"] > r["fct_count"] // 2:
+                bad.append(f"{rid}: {r['fct_failed']} of {r['fct_count']} sized flows failed")
+        for f in (f"timeseries/{rid}.csv", f"plots/{rid}.png", f"plots/{rid}.svg", f"raw/{rid}.json"):
+            if not os.path.isfile(os.path.join(out, f)):
+                bad.append(f"{rid}: {f} missing")
+        if f"plots/{rid}.png" not in report:
+            bad.append(f"{rid}: not in report.md")
+    for f in (f"plots/{scen['name']}.png", f"plots/{scen['name']}.svg", "summary.csv"):
+        if not os.path.isfile(os.path.join(out, f)):
+            bad.append(f"{f} missing")
+    return bad
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip(), file=sys.stderr)
+        sys.exit(2)
+    bad = problems(sys.argv[1])
+    for b in bad:
+        print(f"FAIL: report: {b}")
+    if not bad:
+        print(f"PASS: report: every metric, time series and plot present in {sys.argv[1]}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
