@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 pub const BUILTIN: &[(&str, &str)] = &[
     ("dc-gemini", include_str!("../profiles/dc-gemini.toml")),
     ("dc-uno", include_str!("../profiles/dc-uno.toml")),
+    ("dc-uno-phantom", include_str!("../profiles/dc-uno-phantom.toml")),
     ("dc-smartt", include_str!("../profiles/dc-smartt.toml")),
     ("dc-fifo", include_str!("../profiles/dc-fifo.toml")),
     ("wan-border", include_str!("../profiles/wan-border.toml")),
@@ -34,6 +35,40 @@ pub struct Profile {
     pub marking: Marking,
     #[serde(default)]
     pub wan: Option<Wan>,
+    /// Uno's phantom queue on this port: an eBPF marker at the port's egress
+    /// (`xdcc mark-phantom --profile`), beside the tc tree.
+    #[serde(default)]
+    pub phantom: Option<Phantom>,
+}
+
+/// A virtual queue that grows by every packet leaving the port and drains at
+/// `drain_pct` of the line rate; ECT packets are CE-marked with a probability
+/// rising linearly from `kmin_pct` to `kmax_pct` of its size (uno-sc25 §4.1.3,
+/// Uno's htsim defaults: drain 90 %, marking 20 %..80 %).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Phantom {
+    #[serde(default = "default_drain_pct")]
+    pub drain_pct: u64,
+    /// Size in packets per Gbit/s of line rate, or `size_bytes`; exactly one.
+    #[serde(default)]
+    pub size_pkts_per_gbps: Option<u64>,
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+    #[serde(default = "default_kmin_pct")]
+    pub kmin_pct: u64,
+    #[serde(default = "default_kmax_pct")]
+    pub kmax_pct: u64,
+}
+
+fn default_drain_pct() -> u64 {
+    90
+}
+fn default_kmin_pct() -> u64 {
+    20
+}
+fn default_kmax_pct() -> u64 {
+    80
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -205,6 +240,9 @@ impl Profile {
             if w.loss_ppm > 1_000_000 {
                 return Err(("loss_ppm", format!("{} is out of range (0..=1000000)", w.loss_ppm)));
             }
+            if self.phantom.is_some() {
+                return Err(("phantom", "a phantom queue belongs on a DC switch port, not a WAN port".into()));
+            }
             if let Some(ge) = &w.gilbert_elliott {
                 if w.loss_ppm != 0 {
                     return Err(("loss_ppm", "give either loss_ppm or gilbert_elliott, not both".into()));
@@ -217,7 +255,37 @@ impl Profile {
                 }
             }
         }
+        if let Some(ph) = &self.phantom {
+            if !(1..=100).contains(&ph.drain_pct) {
+                return Err(("drain_pct", format!("{} is out of range (1..=100)", ph.drain_pct)));
+            }
+            if ph.size_pkts_per_gbps.is_some() == ph.size_bytes.is_some() {
+                return Err(("size_bytes", "give exactly one of size_pkts_per_gbps and size_bytes".into()));
+            }
+            let size = self.phantom_size_bytes();
+            if !(3000..=1 << 31).contains(&size) {
+                let key = if ph.size_bytes.is_some() { "size_bytes" } else { "size_pkts_per_gbps" };
+                return Err((key, format!("phantom size of {size} bytes is out of range (3000 ..= 2 GiB)")));
+            }
+            if ph.kmin_pct >= 100 {
+                return Err(("kmin_pct", format!("{} is out of range (0..=99)", ph.kmin_pct)));
+            }
+            if !(ph.kmin_pct < ph.kmax_pct && ph.kmax_pct <= 100) {
+                return Err(("kmax_pct", format!("{} must be above kmin_pct ({}) and at most 100", ph.kmax_pct, ph.kmin_pct)));
+            }
+        }
         Ok(())
+    }
+
+    /// Phantom queue size in bytes at this port's rate (0 without one).
+    pub fn phantom_size_bytes(&self) -> u64 {
+        match &self.phantom {
+            Some(Phantom { size_bytes: Some(b), .. }) => *b,
+            Some(Phantom { size_pkts_per_gbps: Some(per_gbps), .. }) => {
+                (per_gbps.saturating_mul(self.port.rate_mbit) / 1000).max(1).saturating_mul(self.port.mtu)
+            }
+            _ => 0,
+        }
     }
 
     /// The same profile at another line rate (per-Gbps values scale).
@@ -413,6 +481,30 @@ mod tests {
         assert_eq!(u.red_thresholds(), (168_750, 506_250));
         let s = Profile::load("dc-smartt").unwrap();
         assert_eq!(s.red_thresholds(), (135_000, 540_000));
+    }
+
+    #[test]
+    fn phantom_section() {
+        let p = Profile::load("dc-uno-phantom").unwrap();
+        let ph = p.phantom.clone().unwrap();
+        assert_eq!((ph.drain_pct, ph.kmin_pct, ph.kmax_pct), (90, 20, 80));
+        assert_eq!(p.phantom_size_bytes(), 675_000);
+        assert_eq!(p.clone().with_rate(50).unwrap().phantom_size_bytes(), 22 * 1500);
+        // the tc tree is the same as without it: the marker is eBPF
+        assert_eq!(p.render("p1"), Profile::load("dc-uno").unwrap().render("p1"));
+        let base = include_str!("../profiles/dc-uno-phantom.toml");
+        for (from, to, key) in [
+            ("drain_pct = 90", "drain_pct = 0", "drain_pct"),
+            ("kmax_pct = 80", "kmax_pct = 10", "kmax_pct"),
+            ("size_pkts_per_gbps = 450", "size_pkts_per_gbps = 1", "size_pkts_per_gbps"),
+            ("size_pkts_per_gbps = 450", "size_pkts_per_gbps = 450\nsize_bytes = 9000", "size_bytes"),
+            ("kmin_pct = 20", "kmin_pct = 20\nqueue = 3", "queue"),
+        ] {
+            let e = Profile::parse(&base.replace(from, to)).unwrap_err().0;
+            assert!(e.contains(key), "{to}: {e}");
+        }
+        let wan = include_str!("../profiles/wan-border.toml").to_string() + "[phantom]\nsize_bytes = 9000\n";
+        assert!(Profile::parse(&wan).unwrap_err().0.contains("phantom"));
     }
 
     #[test]

@@ -173,6 +173,14 @@ class Topology(unittest.TestCase):
             text = read(p)
             self.assertIn("delay_us = 1234", text)
             self.assertIn("[wan.gilbert_elliott]", text)
+            # Uno's phantom queue: as large as the buffer at the paper's rate
+            p = topology.derive_profile("dc-uno-phantom", d, "u", 50, time_scale=20)
+            text = read(p)
+            self.assertIn("[phantom]", text)
+            self.assertIn("size_bytes = 675000", text)
+            self.assertNotIn("size_pkts_per_gbps", text)
+            self.assertTrue(topology.has_phantom(p))
+            self.assertFalse(topology.has_phantom(topology.derive_profile("dc-uno", d, "v", 50)))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ IPv6 flow label (UnoLB / PLB rerouting moves flows between them).
 
 import copy
 import os
+import subprocess
 import socket
+import time
 import tomllib
 
 import netns
@@ -182,6 +184,9 @@ def derive_profile(name, workdir, tag, rate_mbit, delay_us=None, time_scale=1, k
         p["marking"] = {"kind": "step", "k_pkts_per_gbps": max(1, round(k_pkts * 1000 / rate_mbit))}
     elif p.get("marking", {}).get("kind") == "step":
         p["marking"]["k_pkts_per_gbps"] *= time_scale
+    ph = p.get("phantom")
+    if ph and "size_pkts_per_gbps" in ph:
+        ph["size_bytes"] = max(1, round(ph.pop("size_pkts_per_gbps") * paper_gbps)) * p["port"].get("mtu", 1500)
     if delay_us is not None:
         p.setdefault("wan", {})["delay_us"] = delay_us
     path = os.path.join(workdir, f"profile-{tag}.toml")
@@ -283,7 +288,18 @@ def build(t, workdir, xdcc_bin, log=print):
         k = t["dc"]["k_pkts"] if prof == t["dc"]["switch_profile"] else 0
         path = derive_profile(prof, workdir, f"{ns}-{dev}", rate, delay, t["time_scale"], k)
         netns.run(ns, [xdcc_bin, "switch", "apply", path, dev])
-        applied.append({"ns": ns, "dev": dev, "profile": prof, "rate_mbit": rate, "delay_us": delay})
+        phantom = has_phantom(path)
+        if phantom:
+            # Uno's phantom queue: an eBPF marker process per port, until teardown.
+            log_path = os.path.join(workdir, f"phantom-{ns}-{dev}.json")
+            with open(log_path, "w") as out:
+                m = netns.popen(ns, [xdcc_bin, "mark-phantom", "--profile", path, "--iface", dev],
+                                stdout=out, stderr=subprocess.STDOUT)
+            m.log_path = log_path
+            _markers.append(m)
+        applied.append({"ns": ns, "dev": dev, "profile": prof, "rate_mbit": rate, "delay_us": delay,
+                        "phantom": phantom})
+    wait_markers()
     log(f"[tb] topology: {len(hosts(t))} hosts, {t['wan_paths']} WAN path(s), "
         f"intra RTT {t['dc']['intra_rtt_us']} us, inter RTT {inter_rtt_us(t)} us, "
         f"DC {t['dc']['rate_mbit']} Mbit/s, WAN {t['wan']['rate_mbit']} Mbit/s")
@@ -305,7 +321,37 @@ def ifindex(ns, dev):
         return socket.if_nametoindex(dev)
 
 
+_markers = []  # phantom-queue marker processes of the standing topology
+
+
+def has_phantom(profile_file):
+    with open(profile_file, "rb") as f:
+        return "phantom" in tomllib.load(f)
+
+
+def wait_markers(timeout_s=120):
+    """Until every phantom marker has attached (its first output line)."""
+    deadline = time.monotonic() + timeout_s
+    for m in _markers:
+        while True:
+            with open(m.log_path) as f:
+                first = f.readline()
+            if first.startswith("phantom queue on"):
+                break
+            if m.poll() is not None or time.monotonic() > deadline:
+                with open(m.log_path) as f:
+                    raise RuntimeError(f"phantom marker did not start: {f.read().strip()}")
+            time.sleep(0.2)
+
+
 def teardown(t=None):
+    while _markers:
+        m = _markers.pop()
+        m.terminate()  # the marker detaches and prints its counters
+        try:
+            m.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            m.kill()
     for ns in netns.existing():
         if ns.startswith("dc") and (ns[2:3].isdigit()):
             netns.delete(ns)

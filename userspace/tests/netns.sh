@@ -417,16 +417,31 @@ phantom() {
     for n in "$S" "$D"; do in_ns "$n" sysctl -qw net.ipv4.tcp_ecn=1; done
     in_ns "$S" tc qdisc add dev p0 root tbf rate 50mbit burst 16k latency 50ms
     ip netns exec "$D" iperf3 -s -p 5301 -D
-    local r
-    for r in full paced; do
-        ip netns exec "$S" "$X" mark-phantom --iface p0 --rate-mbit 50 --size-bytes 100000 >"$work/ph-$r.json" 2>"$work/ph-$r.log" &
+    # with_marker OUT NS LOAD MARKER-ARGS...: the marker runs around a 3 s
+    # cubic transfer at line rate (LOAD=full) or paced at 40 % (paced)
+    with_marker() {
+        local out=$1 ns=$2 load=$3; shift 3
+        ip netns exec "$ns" "$X" "$@" >"$out" 2>"${out%.json}.log" &
         local m=$!; pids+=("$m")
         sleep 1
-        if [[ $r == full ]]; then in_ns "$S" iperf3 -c 10.96.0.2 -p 5301 -t 3 -C cubic >/dev/null
+        if [[ $load == full ]]; then in_ns "$S" iperf3 -c 10.96.0.2 -p 5301 -t 3 -C cubic >/dev/null
         else in_ns "$S" iperf3 -c 10.96.0.2 -p 5301 -t 3 -C cubic --fq-rate 20M >/dev/null; fi
         kill $m; wait $m || true
+    }
+    local r
+    for r in full paced; do
+        with_marker "$work/ph-$r.json" "$S" $r mark-phantom --iface p0 --rate-mbit 50 --size-bytes 100000
         log "$r: $(tail -1 "$work/ph-$r.json")"
     done
+    # the same marker configured from a switch profile's [phantom] section
+    with_marker "$work/ph-prof.json" "$S" full mark-phantom --iface p0 --profile dc-uno-phantom --rate-mbit 50
+    log "profile: $(head -1 "$work/ph-prof.json"); $(tail -1 "$work/ph-prof.json")"
+    check "profile dc-uno-phantom at 50 Mbit/s: drain 90 %, size 22 packets" eq \
+        "$(head -1 "$work/ph-prof.json")" "phantom queue on p0: drain 5625000 B/s, size 33000 B, marking 6600..26400 B"
+    check "profile dc-uno-phantom: line-rate flow marked (> 100)" le 100 "$(tail -1 "$work/ph-prof.json" | jq .marked)"
+    expect_fail "mark-phantom: a profile without [phantom] refused" "no .phantom. section" "$X" mark-phantom --iface p0 --profile dc-uno
+    expect_fail "mark-phantom: --profile with --drain-pct refused" "cannot be used with" "$X" mark-phantom --iface p0 --profile dc-uno-phantom --drain-pct 50
+    expect_fail "mark-phantom: no rate and no profile refused" "rate-mbit" "$X" mark-phantom --iface p0
     expect_fail "mark-phantom: kmin >= kmax refused" "kmin" "$X" mark-phantom --iface p0 --rate-mbit 50 --kmin-pct 80 --kmax-pct 20
     expect_fail "mark-phantom: rate 0 refused" "rate-mbit" "$X" mark-phantom --iface p0 --rate-mbit 0
     check "line-rate flow: phantom reaches kmax (80 kB)" le 80000 "$(tail -1 "$work/ph-full.json" | jq .max_queue_bytes)"
@@ -437,12 +452,7 @@ phantom() {
     # AMRT anti-ECN at the next hop's ingress (= dequeue times of the TBF):
     # a saturated port has (almost) no spare time, a port at 40 % has plenty.
     for r in full paced; do
-        ip netns exec "$D" "$X" mark-amrt --iface p1 --rate-mbit 50 >"$work/am-$r.json" 2>"$work/am-$r.log" &
-        local m=$!; pids+=("$m")
-        sleep 1
-        if [[ $r == full ]]; then in_ns "$S" iperf3 -c 10.96.0.2 -p 5301 -t 3 -C cubic >/dev/null
-        else in_ns "$S" iperf3 -c 10.96.0.2 -p 5301 -t 3 -C cubic --fq-rate 20M >/dev/null; fi
-        kill $m; wait $m || true
+        with_marker "$work/am-$r.json" "$D" $r mark-amrt --iface p1 --rate-mbit 50
         log "amrt $r: $(tail -1 "$work/am-$r.json")"
     done
     local fm ft pm pt

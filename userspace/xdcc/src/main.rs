@@ -72,12 +72,17 @@ enum Cmd {
     /// Uno's phantom-queue ECN marker on an interface acting as a switch
     /// port: a virtual queue draining at a fraction of the line rate, CE
     /// marks between kmin and kmax of its size. Foreground; prints counts.
+    /// Parameters from the flags, or from a switch profile's [phantom].
     MarkPhantom {
         #[arg(long)]
         iface: String,
-        /// The port's line rate.
+        /// A switch profile (shipped name or .toml) with a [phantom] section.
+        #[arg(long, conflicts_with_all = ["drain_pct", "size_bytes", "kmin_pct", "kmax_pct"])]
+        profile: Option<String>,
+        /// The port's line rate (required without --profile; with one, it
+        /// replaces the profile's rate as in `switch apply --rate-mbit`).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=400_000))]
-        rate_mbit: u64,
+        rate_mbit: Option<u64>,
         /// Drain rate in % of the line rate (Uno: 90).
         #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u64).range(1..=100))]
         drain_pct: u64,
@@ -398,12 +403,27 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::MarkAmrt { iface, rate_mbit, mtu, hook, transit, duration } => {
             tokio_rt()?.block_on(mark_amrt(&iface, rate_mbit, mtu, &hook, transit, duration))
         }
-        Cmd::MarkPhantom { iface, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, duration } => {
-            let size = size_bytes.unwrap_or((rate_mbit * 1_000_000 / 8 / 1000).max(30_000));
-            if !(kmin_pct < kmax_pct && kmax_pct <= 100) {
-                bail!("need --kmin-pct < --kmax-pct <= 100 (got {kmin_pct}, {kmax_pct})");
-            }
-            let cfg = xdcc_common::PhantomConfig::for_port(rate_mbit * 1_000_000, drain_pct, size, kmin_pct, kmax_pct);
+        Cmd::MarkPhantom { iface, profile, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, duration } => {
+            let cfg = if let Some(name) = profile {
+                let mut p = xdcc_switch::Profile::load(&name)?;
+                if let Some(r) = rate_mbit {
+                    p = p.with_rate(r)?;
+                }
+                let Some(ph) = &p.phantom else {
+                    bail!("switch profile {name} has no [phantom] section");
+                };
+                let size = p.phantom_size_bytes();
+                xdcc_common::PhantomConfig::for_port(p.port.rate_mbit * 1_000_000, ph.drain_pct, size, ph.kmin_pct, ph.kmax_pct)
+            } else {
+                let Some(rate_mbit) = rate_mbit else {
+                    bail!("give --rate-mbit (the port's line rate) or --profile");
+                };
+                let size = size_bytes.unwrap_or((rate_mbit * 1_000_000 / 8 / 1000).max(30_000));
+                if !(kmin_pct < kmax_pct && kmax_pct <= 100) {
+                    bail!("need --kmin-pct < --kmax-pct <= 100 (got {kmin_pct}, {kmax_pct})");
+                }
+                xdcc_common::PhantomConfig::for_port(rate_mbit * 1_000_000, drain_pct, size, kmin_pct, kmax_pct)
+            };
             cfg.check().map_err(|e| anyhow::anyhow!("phantom queue: {e}"))?;
             tokio_rt()?.block_on(mark_phantom(&iface, cfg, duration))
         }
@@ -440,6 +460,15 @@ fn switch_cmd(c: SwitchCmd) -> Result<()> {
             if let Some(w) = &p.wan {
                 println!("wan: {w:?}");
             }
+            if let Some(ph) = &p.phantom {
+                let size = p.phantom_size_bytes();
+                let (lo, hi) = (size * ph.kmin_pct / 100, size * ph.kmax_pct / 100);
+                println!(
+                    "phantom queue: drain {} % of line rate, size {size} bytes, marking {lo}..{hi} bytes \
+                     (eBPF: xdcc mark-phantom --profile {profile} --iface {iface})",
+                    ph.drain_pct
+                );
+            }
             for cmd in p.render(&iface) {
                 println!("tc {}", cmd.join(" "));
             }
@@ -448,6 +477,9 @@ fn switch_cmd(c: SwitchCmd) -> Result<()> {
             let p = load(&profile, rate_mbit)?;
             for line in xdcc_switch::apply(&p, &iface, netns.as_deref())? {
                 println!("{line}");
+            }
+            if p.phantom.is_some() {
+                println!("(its phantom queue is an eBPF marker: run `xdcc mark-phantom --profile {profile} --iface {iface}` beside it)");
             }
         }
         SwitchCmd::Revert { iface, netns } => {
