@@ -104,6 +104,12 @@ class Server:
             c.close()
 
     def close(self):
+        # shutdown() wakes the thread blocked in accept(); close() alone
+        # would leave the port bound while it waits.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
 
 

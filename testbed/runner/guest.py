@@ -237,6 +237,10 @@ def one_run(s, t, cc, label, out, idx, total):
     for srv in servers.values():
         srv.close()
     unfinished = sum(1 for th in threads if th.is_alive())
+    if unfinished:
+        # Flows still sending would load the next run: start it afresh.
+        topology.teardown()
+        _built = None
     raw = {
         "scenario": s["name"], "cc": cc, "label": label, "run_id": run_id, "started": wall0,
         "duration_s": dur, "sample_ms": s["sample_ms"], "ipv6": v6,
