@@ -50,10 +50,25 @@ def load_cc(cc, t, extra):
         return {}
     net = {"net_link_rate_mbps": t["dc"]["rate_mbit"], "net_intra_rtt_us": t["dc"]["intra_rtt_us"],
            "net_inter_rtt_us": topology.inter_rtt_us(t), "net_mtu": 1500}
-    for k, v in list(net.items()) + list(extra.items()):
+    for k, v in list(net.items()) + list(time_scaled_tunables(cc, t).items()) + list(extra.items()):
         subprocess.run([XDCC, "tunable", "set", cc, k, str(v)], check=True, capture_output=True, text=True)
     out = subprocess.run([XDCC, "tunable", "list", cc], capture_output=True, text=True).stdout
     return {"tunables": out}
+
+
+def time_scaled_tunables(cc, t):
+    """What the module cannot derive from the network it is told: BDPs in
+    bytes are the same as in the paper's network (rate / s x RTT x s), but a
+    threshold in packets per Gbit/s or in absolute time is not. Gemini's K
+    must be the DC switch's marking threshold, and its WAN-congestion delay
+    threshold T (5 ms in gemini-ton) stretches with the time scale."""
+    if cc != "gemini":
+        return {}
+    out = {"t_ns": 5_000_000 * t["time_scale"]}
+    k_pkts = topology.step_k_pkts(t)
+    if k_pkts:
+        out["k_bytes"] = k_pkts * 1500
+    return out
 
 
 def cpu_times():

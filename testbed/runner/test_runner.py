@@ -160,6 +160,12 @@ class Topology(unittest.TestCase):
         root, cmds = topology.link_lines(t)
         self.assertTrue(any("nexthop via 10.200.0.2 nexthop via 10.200.1.2" in c for c in cmds["dc1br"]))
 
+    def test_step_k(self):
+        t = topology.merge(topology.DEFAULTS, {"dc": {"rate_mbit": 50}, "time_scale": 20})
+        self.assertEqual(topology.step_k_pkts(t), 50)  # dc-gemini: 50 pkts/Gbps at 1 Gbit/s
+        self.assertEqual(topology.step_k_pkts(topology.merge(t, {"dc": {"k_pkts": 300}})), 300)
+        self.assertIsNone(topology.step_k_pkts(topology.merge(t, {"dc": {"switch_profile": "dc-uno"}})))
+
     def test_time_scaled_profile(self):
         with tempfile.TemporaryDirectory() as d:
             p = topology.derive_profile("dc-gemini", d, "x", 50, time_scale=20)

@@ -195,6 +195,18 @@ def derive_profile(name, workdir, tag, rate_mbit, delay_us=None, time_scale=1, k
     return path
 
 
+def step_k_pkts(t):
+    """The DC switch ports' step-marking threshold K in packets (None for
+    RED or no marking), as derive_profile() applies it."""
+    if t["dc"]["k_pkts"]:
+        return t["dc"]["k_pkts"]
+    with open(profile_path(t["dc"]["switch_profile"]), "rb") as f:
+        m = tomllib.load(f).get("marking", {})
+    if m.get("kind") != "step":
+        return None
+    return max(1, round(m["k_pkts_per_gbps"] * t["dc"]["rate_mbit"] * t["time_scale"] / 1000))
+
+
 def ports(t):
     """Every queueing port: (namespace, iface, profile name, rate_mbit, delay_us)."""
     n, dc, wan = t["hosts_per_dc"], t["dc"], t["wan"]
