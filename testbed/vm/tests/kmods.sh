@@ -38,10 +38,17 @@ test_cc() {
 
     # SMaRTT's QuickAdapt also limits the queue (by delay): switch it off for
     # the fifo/RED comparison so that it isolates the reaction to ECN.
-    local qa_saved=""
+    local qa_saved="" t_saved=""
     if [[ $cc == smartt ]]; then
         qa_saved=$(cat /proc/sys/net/xdcc/smartt/qa_beta_q16)
         echo 0 >/proc/sys/net/xdcc/smartt/qa_beta_q16
+    fi
+    # Gemini also cuts on delay (queueing > T = 5 ms): the fifo run's queue
+    # would then limit its window as much as the marks do. T = 1 s leaves
+    # ECN as its only signal here.
+    if [[ $cc == gemini ]]; then
+        t_saved=$(cat /proc/sys/net/xdcc/gemini/t_ns)
+        echo 1000000000 >/proc/sys/net/xdcc/gemini/t_ns
     fi
 
     # Bottleneck without marking: byte-exact transfer, CC on the socket.
@@ -87,6 +94,7 @@ test_cc() {
     fi
     net_down
     [[ -n $qa_saved ]] && echo "$qa_saved" >/proc/sys/net/xdcc/smartt/qa_beta_q16
+    [[ -n $t_saved ]] && echo "$t_saved" >/proc/sys/net/xdcc/gemini/t_ns
 
     # Tunables: read back, reject bad values, change behaviour.
     local d
