@@ -149,8 +149,11 @@ build_modules() {
         return
     fi
     log "modules: building"
-    # Objects from another kernel must not be reused.
-    make -s -C "$build" M="$root" $(make_vars) clean >/dev/null 2>&1 || true
+    # Objects from another kernel must not be reused. (Not `make M=... clean`:
+    # with M = the repository root it deletes every *.o below it, cargo's
+    # target/ included, such as the xdcc binary's embedded eBPF object.)
+    find "$root" "$root/kmods" -maxdepth 1 -type f \( -name '*.o' -o -name '*.ko' -o -name '*.mod' \
+        -o -name '*.mod.c' -o -name '.*.cmd' -o -name 'modules.order' -o -name 'Module.symvers' \) -delete
     # shellcheck disable=SC2046
     LIBCLANG_PATH=/usr/lib/llvm-19/lib make -s -C "$build" M="$root" $(make_vars) -j"$(nproc)" modules >&2
     echo "$mkey" >"$stamp"
