@@ -12,6 +12,7 @@ sample sockets and queues, and write one raw JSON per run to OUT/raw/.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -107,8 +108,8 @@ class Sampler(threading.Thread):
         while not self.stop.is_set():
             for h, s in self.socks.items():
                 best = {}
+                now = time.monotonic() - self.t0  # when this namespace is read
                 dump = s.dump()
-                now = time.monotonic() - self.t0  # when this namespace was read
                 for f in dump:
                     fid = self.long_ports.get((h, f["dport"]))
                     if fid is not None and f.get("bytes_acked", 0) >= best.get(fid, {}).get("bytes_acked", -1):
@@ -119,8 +120,8 @@ class Sampler(threading.Thread):
                          f.get("total_retrans", 0), f.get("delivered_ce", 0), f.get("pacing_rate", 0),
                          f.get("cc", "")])
             for p, q, idx in self.ports:
+                now = time.monotonic() - self.t0  # the kernel reads the counters now
                 st = q.dump().get(idx)
-                now = time.monotonic() - self.t0
                 if st:
                     self.queues[p].append([round(now, 4), st["backlog"], st["qlen"], st["bytes"], st["drops"]])
             nxt += self.period
@@ -144,12 +145,16 @@ def one_run(s, t, cc, label, out, idx, total):
     global _built
     if _built and _built[0] == t:
         # Same network as the last run: keep it (building costs ~1 min of
-        # process spawns under TCG); its queues have drained meanwhile.
+        # process spawns under TCG); its queues have drained meanwhile. The
+        # run still records the profiles that stand.
         applied = _built[1]
+        for f in os.listdir(_built[2]):
+            if f.startswith("profile-"):
+                shutil.copy(os.path.join(_built[2], f), work)
         time.sleep(2)
     else:
         applied = topology.build(t, work, XDCC, log)
-        _built = (t, applied)
+        _built = (t, applied, work)
     cc_info = load_cc(cc, t, s["tunables"].get(cc, {}))
     for h in topology.hosts(t):
         netns.sysctl(h, "net.ipv4.tcp_congestion_control", cc)
@@ -277,7 +282,7 @@ def one_run(s, t, cc, label, out, idx, total):
         f"sample gaps {raw['sample_gaps_ms']} ms)")
 
 
-_built = None  # (topology, applied ports) of the network standing now
+_built = None  # (topology, applied ports, profile dir) of the network standing now
 
 
 def gaps(queues):
