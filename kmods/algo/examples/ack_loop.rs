@@ -62,6 +62,7 @@ impl CongestionControl for Noop {
         0
     }
     fn undo(&mut self) {}
+    fn hold_cwnd(&mut self, _: u32) {}
 }
 
 #[inline(never)]

@@ -13,42 +13,83 @@ pub const SHIFT: u32 = 16;
 /// Nanoseconds per second.
 pub const NSEC_PER_SEC: u64 = 1_000_000_000;
 
+/// `a × b`, saturating at `u64::MAX`. Written without `u64::saturating_mul`
+/// and `checked_mul`: those lower to LLVM's `umul.with.overflow.i64`, which
+/// the BPF backend can only expand into a 128-bit libcall (`__multi3`) that
+/// BPF programs cannot call. The bit-length test decides overflow exactly
+/// except when the lengths add up to 65, which one halved product settles.
+#[inline]
+pub const fn mul_sat(a: u64, b: u64) -> u64 {
+    if (a | b) >> 32 == 0 {
+        return a.wrapping_mul(b); // both < 2^32: the product fits
+    }
+    let bits = bit_len(a) + bit_len(b);
+    if bits <= 64 {
+        a.wrapping_mul(b) // a·b < 2^bits
+    } else if bits >= 66 {
+        u64::MAX // a·b ≥ 2^(bits − 2) ≥ 2^64
+    } else {
+        // 2^63 ≤ a·b < 2^65: a·b = 2·(a/2)·b + (a mod 2)·b.
+        let half = (a >> 1).wrapping_mul(b); // < 2^64: bit_len(a/2) + bit_len(b) = 64
+        if half >> 63 != 0 {
+            return u64::MAX;
+        }
+        (half << 1).saturating_add((a & 1).wrapping_mul(b))
+    }
+}
+
+/// `x >> s`, 0 when `s ≥ 64` (a plain shift by ≥ 64 panics).
+#[inline]
+pub const fn shr(x: u64, s: u32) -> u64 {
+    if s >= 64 {
+        0
+    } else {
+        x >> s
+    }
+}
+
+/// Number of significant bits of `x` (0 for 0). Loop-free.
+#[inline]
+pub const fn bit_len(x: u64) -> u32 {
+    64 - x.leading_zeros()
+}
+
 /// `x × f` where `f` is Q16; saturates.
 #[inline]
 pub const fn mul_q16(x: u64, f: u32) -> u64 {
-    x.saturating_mul(f as u64) >> SHIFT
+    mul_sat(x, f as u64) >> SHIFT
 }
 
-/// `a × b / c` without overflow where it can be avoided; saturates at
-/// `u64::MAX` otherwise; `c == 0` gives `u64::MAX` (an "infinite" ratio the
-/// callers clamp).
+/// `a × b / c`: exact when `a × b` fits 64 bits, otherwise within a relative
+/// error of 2^-(bits left in `c` after the shift below); saturates at
+/// `u64::MAX`; `c == 0` gives `u64::MAX` (an "infinite" ratio the callers
+/// clamp). No 128-bit arithmetic and no loop (the BPF verifier walks every
+/// loop iteration).
 #[inline]
 pub const fn mul_div(a: u64, b: u64, c: u64) -> u64 {
     if c == 0 {
         return u64::MAX;
     }
-    match a.checked_mul(b) {
-        Some(p) => p / c,
-        None => mul_div_wide(a, b, c),
+    if (a | b) >> 32 == 0 || bit_len(a) + bit_len(b) <= 64 {
+        return a.wrapping_mul(b) / c; // the product fits
     }
+    mul_div_wide(a, b, c)
 }
 
-/// The rare path of [`mul_div`]: the product needs 128 bits, and the kernel
-/// has no 128-bit division, so drop low bits of product and divisor together
-/// until the product fits 64 bits (relative error < 2^-(bits left in c)).
+/// The rare path of [`mul_div`]: the product may need up to 128 bits, and
+/// neither the kernel nor BPF has 128-bit division, so drop the same low bits
+/// from the exact product and the divisor until the product fits 64 bits
+/// (relative error < 2^-(bits left in `c`)).
 #[cold]
 #[inline(never)]
 const fn mul_div_wide(a: u64, b: u64, c: u64) -> u64 {
-    let mut prod = (a as u128) * (b as u128);
-    let mut c = c;
-    while prod > u64::MAX as u128 {
-        prod >>= 1;
-        c >>= 1;
-        if c == 0 {
-            return u64::MAX;
-        }
+    let prod = Wide::mul_u64(a, b);
+    let s = prod.bit_len().saturating_sub(64);
+    let c = shr(c, s);
+    if c == 0 {
+        return u64::MAX;
     }
-    (prod as u64) / c
+    prod.shr_to_u64(s) / c
 }
 
 /// `num / den` as a Q16 fraction, saturating at `u32::MAX` (≈ 65536.0).
@@ -87,36 +128,161 @@ pub const fn ewma_q16(avg: u32, sample: u32, g: u32) -> u32 {
     v as u32
 }
 
-/// `a·b − c·d` computed exactly in 128 bits. Used once per estimator batch by
-/// OSCAR: a 64×64→128 multiplication is native on 64-bit targets; only 128-bit
-/// *division* is avoided (see [`div_wide_q16`]).
-#[inline]
-pub fn wide_mul_sub(a: i64, b: i64, c: i64, d: i64) -> i128 {
-    (a as i128) * (b as i128) - (c as i128) * (d as i128)
+/// A signed 128-bit integer as sign and magnitude in two 64-bit words: the
+/// BPF backend has no 128-bit multiply, shift or division (they become
+/// libcalls a BPF program cannot make), so OSCAR's least-squares sums are
+/// combined in this form with 32-bit limbs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wide {
+    pub neg: bool,
+    pub hi: u64,
+    pub lo: u64,
 }
 
-/// `num / den` for 128-bit operands, as Q16, using only shifts and one 64-bit
-/// division. Saturates to ±`i32::MAX` (≈ ±32768.0); `den == 0` gives `None`.
-pub fn div_wide_q16(num: i128, den: i128) -> Option<i32> {
-    if den == 0 {
+impl Wide {
+    pub const ZERO: Wide = Wide { neg: false, hi: 0, lo: 0 };
+
+    /// The exact product of two unsigned 64-bit values.
+    #[inline]
+    pub const fn mul_u64(a: u64, b: u64) -> Wide {
+        let (hi, lo) = mul_wide_u64(a, b);
+        Wide { neg: false, hi, lo }
+    }
+
+    /// The exact product of two signed 64-bit values.
+    #[inline]
+    pub const fn mul(a: i64, b: i64) -> Wide {
+        let (hi, lo) = mul_wide_u64(a.unsigned_abs(), b.unsigned_abs());
+        Wide { neg: (a < 0) != (b < 0) && (hi | lo) != 0, hi, lo }
+    }
+
+    /// `self − other`, exact (callers stay far from ±2^128).
+    #[inline]
+    pub const fn sub(self, other: Wide) -> Wide {
+        let neg_other = Wide { neg: !other.neg && (other.hi | other.lo) != 0, hi: other.hi, lo: other.lo };
+        self.add(neg_other)
+    }
+
+    /// `self + other`, exact.
+    #[inline]
+    pub const fn add(self, other: Wide) -> Wide {
+        if self.neg == other.neg {
+            let lo = self.lo.wrapping_add(other.lo);
+            let carry = (lo < self.lo) as u64;
+            let hi = self.hi.wrapping_add(other.hi).wrapping_add(carry);
+            return Wide { neg: self.neg, hi, lo };
+        }
+        // Different signs: subtract the smaller magnitude from the larger.
+        let self_larger = self.hi > other.hi || (self.hi == other.hi && self.lo >= other.lo);
+        let (big, small) = if self_larger { (self, other) } else { (other, self) };
+        let lo = big.lo.wrapping_sub(small.lo);
+        let borrow = (big.lo < small.lo) as u64;
+        let hi = big.hi.wrapping_sub(small.hi).wrapping_sub(borrow);
+        Wide { neg: big.neg && (hi | lo) != 0, hi, lo }
+    }
+
+    /// Significant bits of the magnitude.
+    #[inline]
+    const fn bit_len(&self) -> u32 {
+        if self.hi != 0 {
+            64 + bit_len(self.hi)
+        } else {
+            bit_len(self.lo)
+        }
+    }
+
+    /// The magnitude shifted right by `s` bits (s < 128), as 64 bits (the
+    /// callers shift far enough for it to fit).
+    #[inline]
+    const fn shr_to_u64(&self, s: u32) -> u64 {
+        if s == 0 {
+            self.lo
+        } else if s < 64 {
+            (self.lo >> s) | (self.hi << (64 - s))
+        } else {
+            shr(self.hi, s - 64)
+        }
+    }
+}
+
+/// 64×64 → 128-bit unsigned product as (high, low) words, on 32-bit limbs:
+/// every partial product and sum below provably fits 64 bits.
+#[inline]
+pub const fn mul_wide_u64(a: u64, b: u64) -> (u64, u64) {
+    const M: u64 = 0xffff_ffff;
+    let (a1, a0) = (a >> 32, a & M);
+    let (b1, b0) = (b >> 32, b & M);
+    let p00 = a0.wrapping_mul(b0);
+    let p01 = a0.wrapping_mul(b1);
+    let p10 = a1.wrapping_mul(b0);
+    let p11 = a1.wrapping_mul(b1);
+    let mid = (p00 >> 32).wrapping_add(p01 & M).wrapping_add(p10 & M); // < 3·2^32
+    let lo = (mid << 32) | (p00 & M);
+    let hi = p11.wrapping_add(p01 >> 32).wrapping_add(p10 >> 32).wrapping_add(mid >> 32);
+    (hi, lo)
+}
+
+/// `a·b − c·d` computed exactly. Used once per estimator batch by OSCAR.
+#[inline]
+pub const fn wide_mul_sub(a: i64, b: i64, c: i64, d: i64) -> Wide {
+    Wide::mul(a, b).sub(Wide::mul(c, d))
+}
+
+/// `num / den` as Q16, using shifts and one 64-bit unsigned division.
+/// Saturates to ±`i32::MAX` (≈ ±32768.0); `den == 0` gives `None`.
+pub const fn div_wide_q16(num: Wide, den: Wide) -> Option<i32> {
+    if (den.hi | den.lo) == 0 {
         return None;
     }
-    let neg = (num < 0) != (den < 0);
-    let mut n = num.unsigned_abs();
-    let mut d = den.unsigned_abs();
+    let neg = num.neg != den.neg;
     // Keep the numerator, pre-shifted by 16, and the denominator within 63
     // bits by dropping the same low bits from both (the ratio is unchanged
     // up to rounding of the dropped bits).
-    while n > (u64::MAX >> 17) as u128 || d > (u64::MAX >> 1) as u128 {
-        n >>= 1;
-        d >>= 1;
-    }
+    let sn = num.bit_len().saturating_sub(47);
+    let sd = den.bit_len().saturating_sub(63);
+    let s = if sn > sd { sn } else { sd };
+    let n = num.shr_to_u64(s);
+    let d = den.shr_to_u64(s);
     if d == 0 {
         return Some(if neg { -i32::MAX } else { i32::MAX });
     }
-    let q = ((n as u64) << SHIFT) / (d as u64);
+    let q = (n << SHIFT) / d;
     let q = if q > i32::MAX as u64 { i32::MAX } else { q as i32 };
     Some(if neg { -q } else { q })
+}
+
+/// Signed `a / b` truncating toward zero, like `/` on `i64`, but with an
+/// unsigned division (signed 64-bit division needs BPF CPU v4, kernel ≥ 6.6).
+#[inline]
+pub const fn div_i64(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        return 0;
+    }
+    let q = a.unsigned_abs() / b.unsigned_abs();
+    let q = if q > i64::MAX as u64 { i64::MAX } else { q as i64 };
+    if (a < 0) != (b < 0) {
+        -q
+    } else {
+        q
+    }
+}
+
+/// `a × b` on `i64`, saturating, without the overflow intrinsic.
+#[inline]
+pub const fn mul_sat_i64(a: i64, b: i64) -> i64 {
+    let m = mul_sat(a.unsigned_abs(), b.unsigned_abs());
+    let neg = (a < 0) != (b < 0);
+    if neg {
+        if m >= 1 << 63 {
+            i64::MIN
+        } else {
+            -(m as i64)
+        }
+    } else if m > i64::MAX as u64 {
+        i64::MAX
+    } else {
+        m as i64
+    }
 }
 
 #[cfg(test)]
@@ -143,13 +309,62 @@ mod tests {
         assert_eq!(bdp_bytes(125_000_000, 200_000), 25_000);
     }
 
+    fn w(v: i128) -> Wide {
+        let m = v.unsigned_abs();
+        Wide { neg: v < 0, hi: (m >> 64) as u64, lo: m as u64 }
+    }
+
     #[test]
     fn wide_division() {
-        assert_eq!(div_wide_q16(3, 4), Some(3 * ONE as i32 / 4));
-        assert_eq!(div_wide_q16(-3, 4), Some(-(3 * ONE as i32 / 4)));
+        assert_eq!(div_wide_q16(w(3), w(4)), Some(3 * ONE as i32 / 4));
+        assert_eq!(div_wide_q16(w(-3), w(4)), Some(-(3 * ONE as i32 / 4)));
         let big = (1i128 << 100) * 3;
-        assert_eq!(div_wide_q16(big, 1i128 << 101), Some(3 * ONE as i32 / 2));
-        assert_eq!(div_wide_q16(1, 0), None);
-        assert_eq!(div_wide_q16(1i128 << 90, 1), Some(i32::MAX));
+        assert_eq!(div_wide_q16(w(big), w(1i128 << 101)), Some(3 * ONE as i32 / 2));
+        assert_eq!(div_wide_q16(w(1), w(0)), None);
+        assert_eq!(div_wide_q16(w(1i128 << 90), w(1)), Some(i32::MAX));
+    }
+
+    /// The limb arithmetic against Rust's native 128-bit integers (host only).
+    #[test]
+    fn wide_arithmetic_matches_i128() {
+        let vals: [i64; 12] = [0, 1, -1, 7, -13, 1 << 31, -(1 << 33), i64::MAX, i64::MIN + 1, 0x1234_5678_9abc, -0x7fff_ffff_ffff, 3_000_000_007];
+        for &a in &vals {
+            for &b in &vals {
+                let p = (a as i128) * (b as i128);
+                assert_eq!(Wide::mul(a, b), w(p), "{a}·{b}");
+                for &c in &vals[..6] {
+                    for &d in &vals[6..] {
+                        let e = p - (c as i128) * (d as i128);
+                        assert_eq!(wide_mul_sub(a, b, c, d), w(e), "{a}·{b} − {c}·{d}");
+                    }
+                }
+                if b != 0 {
+                    assert_eq!(div_i64(a, b), a / b, "{a}/{b}");
+                }
+                let sat = (a as i128 * b as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+                assert_eq!(mul_sat_i64(a, b), sat, "{a}·{b} saturating");
+            }
+        }
+    }
+
+    #[test]
+    fn mul_sat_matches_saturating_mul() {
+        let vals: [u64; 14] = [0, 1, 2, 3, 0xffff_ffff, 1 << 32, (1 << 32) + 1, 1 << 63, (1 << 63) - 1, u64::MAX, 3 << 62, 0x1_0000_0001, 6_000_000_000, 5_000_000_000_000];
+        for &a in &vals {
+            for &b in &vals {
+                assert_eq!(mul_sat(a, b), a.saturating_mul(b), "{a}·{b}");
+                assert_eq!(mul_wide_u64(a, b), (((a as u128 * b as u128) >> 64) as u64, a.wrapping_mul(b)));
+            }
+        }
+    }
+
+    #[test]
+    fn mul_div_wide_path_is_close() {
+        for &(a, b, c) in &[(u64::MAX / 3, 1000u64, 7u64), (1 << 40, 1 << 40, 1 << 30), (123_456_789_012, 987_654_321_098, 1_000_000_007)] {
+            let exact = ((a as u128 * b as u128) / c as u128).min(u64::MAX as u128) as u64;
+            let got = mul_div(a, b, c);
+            let err = exact.abs_diff(got);
+            assert!(err <= exact >> 14, "{a}·{b}/{c}: {got} vs {exact}");
+        }
     }
 }

@@ -27,7 +27,7 @@
 //! - Uno's htsim port of Gemini applies the cut once per *base* RTT; we use the
 //!   real RTT (above), which is what the kernel implementation can observe.
 
-use super::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE};
+use super::fixed::{bdp_bytes, mul_div, mul_sat, mul_q16, ratio_q16, sat_u32, ONE};
 use super::params::{check, NetConfig, ParamError};
 use super::window::Window;
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
@@ -103,8 +103,8 @@ impl Params {
     /// `h = H·C·RTT_base` in MSS per RTT, clamped to [h_min, h_max], Q16.
     pub fn h_q16(&self, base_rtt_ns: u32) -> u32 {
         // H·C·RTT = h_ppb·1e-9 × (C·RTT in bits).
-        let bdp_bits = bdp_bytes(self.rate_bytes_per_sec, base_rtt_ns).saturating_mul(8);
-        let h = mul_div((self.h_ppb as u64).saturating_mul(bdp_bits), ONE as u64, 1_000_000_000);
+        let bdp_bits = mul_sat(bdp_bytes(self.rate_bytes_per_sec, base_rtt_ns), 8);
+        let h = mul_div(mul_sat(self.h_ppb as u64, bdp_bits), ONE as u64, 1_000_000_000);
         sat_u32(core::cmp::max(core::cmp::min(h, self.h_max_q16 as u64), self.h_min_q16 as u64))
     }
 }
@@ -137,7 +137,7 @@ impl Gemini {
     #[inline(never)]
     fn refresh_flow_constants(&mut self, p: &Params) {
         self.f_q16 = p.scale_factor_q16(self.base_rtt_ns);
-        self.ai_per_rtt_q16 = (p.h_q16(self.base_rtt_ns) as u64).saturating_mul(p.mss as u64);
+        self.ai_per_rtt_q16 = mul_sat(p.h_q16(self.base_rtt_ns) as u64, p.mss as u64);
     }
 
     /// The complete ACK processing (Algorithm 1); [`CongestionControl::on_ack`]
@@ -227,11 +227,13 @@ impl CongestionControl for Gemini {
     fn new(p: &Params, init: &FlowInit) -> Self {
         let mss = core::cmp::max(init.mss, 1);
         let mut s = Self {
-            w: Window::new(p.init_cwnd_pkts.saturating_mul(mss), u32::MAX),
+            w: Window::new(sat_u32(mul_sat(p.init_cwnd_pkts as u64, mss as u64)), u32::MAX),
             base_rtt_ns: init.rtt_hint_ns,
             rtt_min_round_ns: 0,
             rtt_min_last_ns: 0,
-            alpha_q16: 0,
+            // DCTCP starts α at 1 (`dctcp_alpha_on_init`): the first marks
+            // after slow start cut by the full F, so the overshoot is undone.
+            alpha_q16: ONE,
             round_start_ns: init.now_ns,
             round_acked: 0,
             round_marked: 0,
@@ -297,6 +299,9 @@ impl CongestionControl for Gemini {
     }
     fn undo(&mut self) {
         self.w.undo();
+    }
+    fn hold_cwnd(&mut self, max_bytes: u32) {
+        self.w.hold(max_bytes);
     }
 }
 

@@ -106,6 +106,7 @@ macro_rules! tunables {
 
 pub mod fixed;
 pub mod gemini;
+pub mod linux;
 pub mod oscar;
 pub mod params;
 pub mod smartt;
@@ -144,7 +145,10 @@ pub struct AckSample {
     /// tolerates that.
     pub send_time_ns: u64,
     /// Bytes that were in flight when that packet was sent (OSCAR's echoed
-    /// `pktInfl`; the kernel's `rate_sample.prior_in_flight`).
+    /// `pktInfl`); 0 means unknown. On Linux: the packets delivered between
+    /// that packet's send and its ACK (`tp->delivered − rs->prior_delivered`),
+    /// i.e. what was ahead of it in the pipe; `rs->prior_delivered == 0`
+    /// means the ACK carried no rate sample and gives 0 (see `linux.rs`).
     pub inflight_at_send: u32,
     /// Bytes in flight now, after this ACK was processed.
     pub inflight: u32,
@@ -200,6 +204,11 @@ pub trait CongestionControl: Sized {
     /// Restores the window from before the last loss reaction (the kernel
     /// calls this when a loss turns out to be spurious).
     fn undo(&mut self);
+    /// The sender could not use a window above `max_bytes` (it was not
+    /// window-limited), so growth beyond it is taken back: Linux grows
+    /// windows only when `tcp_is_cwnd_limited()`. Never cuts below the
+    /// window the flow had; algorithms that pace ignore it.
+    fn hold_cwnd(&mut self, max_bytes: u32);
 }
 
 /// Tunables by name, for code generic over the algorithms (kernel sysctls,

@@ -51,7 +51,7 @@
 //! - ε (delay equal to base RTT): `eps_q16 × RTT_base`, default 1/16, with a
 //!   1 µs floor (kernel RTT resolution).
 
-use super::fixed::{bdp_bytes, div_wide_q16, mul_div, mul_q16, ratio_q16, sat_u32, wide_mul_sub, ONE, NSEC_PER_SEC};
+use super::fixed::{bdp_bytes, div_i64, div_wide_q16, mul_div, mul_sat, mul_sat_i64, mul_q16, ratio_q16, sat_u32, wide_mul_sub, ONE, NSEC_PER_SEC};
 use super::params::{check, NetConfig, ParamError};
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
 
@@ -155,15 +155,18 @@ pub struct Estimator {
     /// Σxy (saturating: the only sum that could exceed 64 bits, with
     /// delay swings of seconds inside one batch).
     sum_xy: i64,
-    /// Σ in-flight bytes and Σ acked bytes.
+    /// Σ in-flight bytes.
     sum_infl: u64,
-    sum_acked: u64,
+    /// Σ acked bytes, saturating (one batch lasts τ ≈ RTT/2: 4 GB would take
+    /// 16 Tbit/s over 2 ms). 32 bits keep the state within the kernel's
+    /// private CC area next to the Linux adapter's.
+    sum_acked: u32,
 }
 
 impl Estimator {
     /// Starts a batch at send time `start_ns` for period `tau_ns`.
     pub fn restart(&mut self, start_ns: u64, tau_ns: u64) {
-        let bits = 64 - tau_ns.saturating_mul(4).leading_zeros();
+        let bits = 64 - mul_sat(tau_ns, 4).leading_zeros();
         *self = Self { start_ns, started: true, shift: bits.saturating_sub(20) as u8, ..Self::default() };
     }
 
@@ -197,11 +200,11 @@ impl Estimator {
         let xs = x.wrapping_shr(self.shift as u32);
         let y = delay_ns as i64 - self.y0_ns as i64;
         self.sum_x = self.sum_x.wrapping_add(xs);
-        self.sum_xx = self.sum_xx.wrapping_add(xs.saturating_mul(xs));
+        self.sum_xx = self.sum_xx.wrapping_add(mul_sat(xs, xs));
         self.sum_y = self.sum_y.wrapping_add(y);
-        self.sum_xy = self.sum_xy.saturating_add((xs.min(i64::MAX as u64) as i64).saturating_mul(y));
+        self.sum_xy = self.sum_xy.saturating_add(mul_sat_i64(xs.min(i64::MAX as u64) as i64, y));
         self.sum_infl = self.sum_infl.wrapping_add(inflight as u64);
-        self.sum_acked = self.sum_acked.wrapping_add(acked as u64);
+        self.sum_acked = self.sum_acked.saturating_add(acked);
         self.n = self.n.wrapping_add(1);
     }
 
@@ -213,7 +216,7 @@ impl Estimator {
         }
         // Out-of-order send times count as the batch start.
         let mut x = send_ns.saturating_sub(self.start_ns);
-        if x > tau_ns.saturating_mul(4) {
+        if x > mul_sat(tau_ns, 4) {
             self.restart(send_ns, tau_ns);
             x = 0;
         }
@@ -242,7 +245,7 @@ impl Estimator {
         // Means. sum_x ≤ n·2^32 fits i64 for n < 2^31.
         let sum_x = core::cmp::min(self.sum_x, i64::MAX as u64) as i64;
         let sum_xx = core::cmp::min(self.sum_xx, i64::MAX as u64) as i64;
-        let delay = (self.y0_ns as i64).saturating_add(self.sum_y / n);
+        let delay = (self.y0_ns as i64).saturating_add(div_i64(self.sum_y, n));
         // g = (n·Σxy − Σx·Σy) / (n·Σx² − (Σx)²)  (eq. 7)
         let num = wide_mul_sub(n, self.sum_xy, sum_x, self.sum_y);
         let den = wide_mul_sub(n, sum_xx, sum_x, sum_x);
@@ -252,7 +255,7 @@ impl Estimator {
             delay_ns: delay.clamp(0, u32::MAX as i64) as u32,
             gradient_q16: gradient,
             inflight_bytes: sat_u32(self.sum_infl / self.n as u64),
-            rate_bytes_per_sec: mul_div(self.sum_acked, NSEC_PER_SEC, span_ns),
+            rate_bytes_per_sec: mul_div(self.sum_acked as u64, NSEC_PER_SEC, span_ns),
         })
     }
 
@@ -363,6 +366,9 @@ impl CongestionControl for Oscar {
         }
         let send = if s.send_time_ns != 0 { s.send_time_ns } else { s.now_ns.saturating_sub(s.rtt_ns as u64) };
         let tau = self.tau_ns(p);
+        if s.inflight_at_send == 0 {
+            return; // unknown in-flight-at-send: the ⟨delay, window⟩ loop cannot use it
+        }
         if let Some(e) = self.est.add(send, s.rtt_ns, s.inflight_at_send, s.acked_bytes, tau) {
             if !s.app_limited || e.delay_ns as u64 > self.base_rtt_ns as u64 {
                 self.control(p, &e);
@@ -398,6 +404,8 @@ impl CongestionControl for Oscar {
         self.cwnd
     }
     fn undo(&mut self) {}
+    /// OSCAR's window is a cap; its pacing rate is what limits it.
+    fn hold_cwnd(&mut self, _max_bytes: u32) {}
 }
 
 tunables!(Params {

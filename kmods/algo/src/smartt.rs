@@ -39,7 +39,7 @@
 //!   FastIncrease means within 5 % (1 µs floor).
 //! - The per-8-MTU batching of the UEC code is not used: updates are per ACK.
 
-use super::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE, SHIFT};
+use super::fixed::{bdp_bytes, mul_div, mul_q16, mul_sat, mul_sat_i64, ratio_q16, sat_u32, ONE, SHIFT};
 use super::params::{check, NetConfig, ParamError};
 use super::window::Window;
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
@@ -163,7 +163,7 @@ impl Smartt {
     #[cold]
     #[inline(never)]
     fn refresh_flow_constants(&mut self, p: &Params) {
-        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns);
+        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt(p));
         self.max_wnd = sat_u32(core::cmp::max(mul_q16(bdp, p.max_wnd_bdp_q16), p.mtu as u64));
         // Scaling a = BDP / ref_BDP; constants in bytes per RTT = k · mtu · a.
         let per_mtu_a_q16 = mul_div((p.mtu as u64) << SHIFT, bdp, p.ref_bdp_bytes as u64);
@@ -171,8 +171,20 @@ impl Smartt {
         self.pi_per_rtt_q16 = mul_q16(per_mtu_a_q16, p.pi_q16);
     }
 
+    /// The base RTT, or until the first RTT sample the intra-DC RTT implied
+    /// by the target queueing delay (trtt = 1.5 × brtt). The minimum itself is
+    /// seeded by the first real sample, never by this guess.
+    #[inline]
+    fn base_rtt(&self, p: &Params) -> u32 {
+        if self.base_rtt_ns != 0 {
+            self.base_rtt_ns
+        } else {
+            sat_u32(2 * p.target_qdelay_ns as u64)
+        }
+    }
+
     fn target_rtt_ns(&self, p: &Params) -> u64 {
-        (self.base_rtt_ns as u64).saturating_add(p.target_qdelay_ns as u64)
+        (self.base_rtt(p) as u64).saturating_add(p.target_qdelay_ns as u64)
     }
 
     /// True when the last ACK was ECN-marked with an RTT below target: the
@@ -195,7 +207,7 @@ impl Smartt {
             // Without trimming: arm QA on high delay and few acked bytes.
             let cwnd = core::cmp::min(self.w.bytes(), self.qa_cwnd) as u64;
             if !app_limited
-                && rtt as u64 > (self.base_rtt_ns as u64).saturating_add(p.qa_qdelay_ns as u64)
+                && rtt as u64 > (self.base_rtt(p) as u64).saturating_add(p.qa_qdelay_ns as u64)
                 && (self.qa_acked as u64).saturating_add(p.mtu as u64) < mul_q16(cwnd, p.qa_beta_q16)
             {
                 self.trigger_qa = true;
@@ -217,12 +229,12 @@ impl Smartt {
 
     /// Algorithm 3. Returns whether FastIncrease is active.
     fn fast_increase(&mut self, p: &Params, rtt: u32, marked: bool, acked: u32) -> bool {
-        let base = self.base_rtt_ns as u64;
+        let base = self.base_rtt(p) as u64;
         let tol = core::cmp::max(mul_q16(base, p.fast_increase_tol_q16), 1_000);
         if !marked && (rtt as u64) <= base.saturating_add(tol) {
             self.clean_bytes = self.clean_bytes.saturating_add(acked);
             if self.clean_bytes > self.w.bytes() || self.fast_increase {
-                let inc = (p.fast_increase_k as u64).saturating_mul(p.mtu as u64) << SHIFT;
+                let inc = mul_sat(p.fast_increase_k as u64, p.mtu as u64) << SHIFT;
                 self.w.add_q16(inc, self.max_wnd);
                 self.fast_increase = true;
                 return true;
@@ -242,7 +254,7 @@ impl Smartt {
         match (marked, above) {
             (true, true) => {
                 // Multiplicative decrease, once per base RTT (eq. 1).
-                if self.last_md_ns == 0 || now >= self.last_md_ns.saturating_add(self.base_rtt_ns as u64) {
+                if self.last_md_ns == 0 || now >= self.last_md_ns.saturating_add(self.base_rtt(p) as u64) {
                     let avg = core::cmp::max(self.avg_rtt_ns as u64, 1);
                     let excess = avg.saturating_sub(trtt);
                     let cut = mul_q16(ratio_q16(excess, avg) as u64, p.gamma_q16);
@@ -290,13 +302,13 @@ impl CongestionControl for Smartt {
     const NAME: &'static str = "smartt";
 
     fn new(p: &Params, init: &FlowInit) -> Self {
-        let base = if init.rtt_hint_ns != 0 { init.rtt_hint_ns } else { 100_000 };
+        let base = if init.rtt_hint_ns != 0 { init.rtt_hint_ns } else { sat_u32(2 * p.target_qdelay_ns as u64) };
         let bdp = bdp_bytes(p.rate_bytes_per_sec, base);
         let cwnd = core::cmp::max(mul_q16(bdp, p.init_bdp_q16), p.mtu as u64);
         let mut s = Self {
             w: Window::new(sat_u32(cwnd), 0),
-            base_rtt_ns: base,
-            avg_rtt_ns: base,
+            base_rtt_ns: init.rtt_hint_ns,
+            avg_rtt_ns: init.rtt_hint_ns,
             qa_end_ns: 0,
             qa_acked: 0,
             qa_cwnd: 0,
@@ -326,8 +338,11 @@ impl CongestionControl for Smartt {
             if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
                 self.refresh_flow_constants(p);
             }
+            if self.avg_rtt_ns == 0 {
+                self.avg_rtt_ns = s.rtt_ns; // first sample seeds the average
+            }
             let avg = self.avg_rtt_ns as i64;
-            let delta = (s.rtt_ns as i64 - avg).saturating_mul(p.avg_rtt_gain_q16 as i64) >> SHIFT;
+            let delta = mul_sat_i64(s.rtt_ns as i64 - avg, p.avg_rtt_gain_q16 as i64) >> SHIFT;
             self.avg_rtt_ns = (avg + delta).clamp(0, u32::MAX as i64) as u32;
         }
         let rtt = if s.rtt_ns != 0 { s.rtt_ns } else { self.avg_rtt_ns };
@@ -367,6 +382,9 @@ impl CongestionControl for Smartt {
     }
     fn undo(&mut self) {
         self.w.undo();
+    }
+    fn hold_cwnd(&mut self, max_bytes: u32) {
+        self.w.hold(max_bytes);
     }
 }
 

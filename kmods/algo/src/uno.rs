@@ -175,16 +175,30 @@ impl Uno {
     #[cold]
     #[inline(never)]
     fn refresh_flow_constants(&mut self, p: &Params) {
-        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns);
+        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt(p));
         // α = ppm × BDP, in Q16 bytes.
         self.ai_per_rtt_q16 = mul_div(bdp << SHIFT, p.ai_bdp_ppm as u64, 1_000_000);
         self.md_factor_q16 = p.md_factor_q16(bdp);
     }
 
+    /// The base RTT, or until the first RTT sample the intra-DC RTT (the
+    /// epoch period). The minimum itself is seeded by the first real sample,
+    /// never by this guess: an inter-DC flow without a handshake RTT would
+    /// otherwise keep an intra-DC base RTT for its whole life.
+    #[inline]
+    fn base_rtt(&self, p: &Params) -> u32 {
+        if self.base_rtt_ns != 0 {
+            self.base_rtt_ns
+        } else {
+            p.epoch_ns
+        }
+    }
+
     /// Is the RTT close enough to the base RTT that no physical queue exists?
     fn no_physical_queue(&self, p: &Params) -> bool {
-        let tol = core::cmp::max(mul_q16(self.base_rtt_ns as u64, p.queue_delay_tol_q16), 1_000);
-        (self.last_rtt_ns as u64) <= (self.base_rtt_ns as u64).saturating_add(tol)
+        let base = self.base_rtt(p) as u64;
+        let tol = core::cmp::max(mul_q16(base, p.queue_delay_tol_q16), 1_000);
+        (self.last_rtt_ns as u64) <= base.saturating_add(tol)
     }
 
     /// ONEPOCH: called when an epoch ends.
@@ -227,7 +241,7 @@ impl Uno {
             self.w.exit_slow_start();
             // Skip one RTT of QA and MD: the packets still in flight were sent
             // at the old rate and will report congestion that QA already fixed.
-            let rtt = core::cmp::max(self.last_rtt_ns, self.base_rtt_ns) as u64;
+            let rtt = core::cmp::max(self.last_rtt_ns, self.base_rtt(p)) as u64;
             self.holdoff_until_ns = now.saturating_add(rtt);
         }
         self.qa_acked = 0;
@@ -236,7 +250,7 @@ impl Uno {
     }
 
     fn qa_period(&self, p: &Params) -> u64 {
-        core::cmp::max(mul_q16(self.base_rtt_ns as u64, p.qa_period_q16), 1)
+        core::cmp::max(mul_q16(self.base_rtt(p) as u64, p.qa_period_q16), 1)
     }
 
     /// The complete ACK processing; [`CongestionControl::on_ack`] takes a
@@ -298,7 +312,7 @@ impl Uno {
     pub fn md_scale_q16(&self) -> u32 {
         self.md_scale_q16
     }
-    /// The flow's base RTT estimate in ns.
+    /// The flow's base RTT estimate in ns (0 before the first RTT sample).
     pub fn base_rtt_ns(&self) -> u32 {
         self.base_rtt_ns
     }
@@ -310,6 +324,7 @@ impl CongestionControl for Uno {
 
     fn new(p: &Params, init: &FlowInit) -> Self {
         let base = if init.rtt_hint_ns != 0 { init.rtt_hint_ns } else { p.epoch_ns };
+        // Window from the handshake RTT or, without one, the intra-DC RTT.
         let bdp = bdp_bytes(p.rate_bytes_per_sec, base);
         let cwnd = core::cmp::max(mul_q16(bdp, p.init_bdp_q16), 2 * core::cmp::max(init.mss, 1) as u64);
         let mut s = Self {
@@ -329,9 +344,6 @@ impl CongestionControl for Uno {
             holdoff_until_ns: 0,
             loss_holdoff_until_ns: 0,
         };
-        if s.base_rtt_ns == 0 {
-            s.base_rtt_ns = base;
-        }
         s.refresh_flow_constants(p);
         s
     }
@@ -342,7 +354,7 @@ impl CongestionControl for Uno {
         // lower the base RTT, outside slow start, ending neither the epoch nor
         // the QA period (both comparisons are also true before those start:
         // their ends are then 0).
-        let slow = (s.marked_bytes != 0) | s.app_limited | (s.rtt_ns == 0) | (s.rtt_ns < self.base_rtt_ns);
+        let slow = (s.marked_bytes != 0) | s.app_limited | (s.rtt_ns == 0) | (s.rtt_ns < self.base_rtt_ns) | (self.base_rtt_ns == 0);
         if slow || self.w.in_slow_start() || s.send_time_ns >= self.epoch_end_ns || s.now_ns >= self.qa_end_ns {
             return self.on_ack_full(p, s);
         }
@@ -358,7 +370,7 @@ impl CongestionControl for Uno {
                 if now >= self.loss_holdoff_until_ns {
                     self.w.md(core::cmp::min(self.md_factor_q16, p.max_md_q16), p.mtu);
                     self.w.exit_slow_start();
-                    let rtt = core::cmp::max(self.last_rtt_ns, self.base_rtt_ns) as u64;
+                    let rtt = core::cmp::max(self.last_rtt_ns, self.base_rtt(p)) as u64;
                     self.loss_holdoff_until_ns = now.saturating_add(rtt);
                 }
             }
@@ -387,6 +399,9 @@ impl CongestionControl for Uno {
     }
     fn undo(&mut self) {
         self.w.undo();
+    }
+    fn hold_cwnd(&mut self, max_bytes: u32) {
+        self.w.hold(max_bytes);
     }
 }
 

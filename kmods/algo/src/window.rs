@@ -102,8 +102,17 @@ impl Window {
     pub fn rto(&mut self, mss: u32) {
         let cwnd = self.bytes();
         self.prior_cwnd = cwnd;
-        self.ssthresh = core::cmp::max(cwnd / 2, mss.saturating_mul(2));
+        self.ssthresh = core::cmp::max(cwnd / 2, super::fixed::sat_u32(2 * mss as u64));
         self.set(mss as u64, mss);
+    }
+
+    /// Takes back growth beyond `max` bytes (see `CongestionControl::hold_cwnd`).
+    #[inline]
+    pub fn hold(&mut self, max: u32) {
+        let max_q16 = (max as u64) << SHIFT;
+        if self.cwnd_q16 > max_q16 {
+            self.cwnd_q16 = max_q16;
+        }
     }
 
     pub fn undo(&mut self) {

@@ -1,0 +1,382 @@
+//! The Linux adapter: how `tcp_congestion_ops` callbacks drive an algorithm.
+//!
+//! This is the one place that knows what the kernel's callbacks mean. It is
+//! plain, safe Rust over plain values, shared by both backends:
+//! - the Rust-for-Linux modules (`kmods/glue.rs`) read `tcp_sock` fields into
+//!   a [`Sock`] / [`RateSample`], call these functions and write the
+//!   [`Update`] back;
+//! - the BPF struct_ops programs (`kmods/bpf/`) do the same from BPF.
+//! Neither backend contains congestion-control logic of its own.
+//!
+//! The mapping, checked against Linux 6.12 `tcp_input.c`/`tcp_output.c` and
+//! the in-tree `tcp_dctcp.c` and `tcp_bbr.c`:
+//! - **ACKs** (`cong_control`, called for every ACK that acknowledges data):
+//!   the rate sample becomes an [`AckSample`]. ECE is taken from the `flag`
+//!   argument (`FLAG_ECE`) of *this* ACK, never from state kept between
+//!   callbacks, so a mark seen on an ACK with nothing in flight (which gets
+//!   `in_ack_event` but no `cong_control`) cannot leak into the next ACK.
+//! - **Window growth only when the window limits the sender**
+//!   (`tcp_is_cwnd_limited()`, as Reno, CUBIC and DCTCP): an application- or
+//!   receiver-limited flow keeps its window. Algorithms that pace (OSCAR) are
+//!   limited by their rate, not their window, and are left alone.
+//! - **Never below two packets** on the kernel side: a one-packet window
+//!   waits for the receiver's delayed-ACK timer every round.
+//! - **Loss**: fast recovery (`set_state(TCP_CA_Recovery)`) is one
+//!   [`Event::Loss`] on the *transition* into recovery. An RTO is one
+//!   [`Event::Rto`] on `CA_EVENT_LOSS`, which `tcp_enter_loss()` raises only
+//!   when it reduces `ssthresh`, i.e. once per loss episode: backoff RTOs of
+//!   the same episode (and `tcp_simple_retransmit()` after an MTU probe
+//!   failure) do not halve the window again, so `undo` can still restore it.
+//! - **Idle restart**: `CA_EVENT_TX_START` arrives on every send that starts
+//!   with nothing in flight, which flows that drain every round (RPCs,
+//!   incast responses) do every RTT. Only a gap since the last send longer
+//!   than the RTO is an idle restart (RFC 5681 §4.1; Linux's own
+//!   `tcp_cwnd_restart()` rule, which the kernel skips for `cong_control`
+//!   CCs).
+//! - **Pacing**: the algorithm's own rate if it has one, else
+//!   `ratio × cwnd × mss / srtt` with Linux's ratios: 200 % in slow start
+//!   (`tcp_pacing_ss_ratio`) and a congestion-avoidance ratio (Linux: 120 %,
+//!   `tcp_pacing_ca_ratio`; xdcc's default 100 %, see [`Pacing`]).
+//! - **DCTCP-style CE echo** on the receiver ([`CeEcho`]): every change of
+//!   the CE state of arriving data forces an immediate ACK, first flushing a
+//!   delayed ACK for the old state, so ECE marks exactly the ACKs that cover
+//!   CE-marked data (what the algorithms' per-ACK marked bytes assume).
+//! - **Without ECN** (a peer with `net.ipv4.tcp_ecn=0`, or a middlebox that
+//!   clears ECT so the handshake fails): no ECE ever arrives. DCTCP falls
+//!   back to Reno; xdcc keeps the algorithm running on its other signals —
+//!   each algorithm file says what remains (losses and QuickAdapt for
+//!   UnoCC, delay and losses for Gemini and SMaRTT, delay for OSCAR) — and
+//!   reports `ecn_ok = 0` in its state so the operator can see it.
+
+use super::fixed::{mul_div, sat_u32};
+use super::{AckSample, CongestionControl, Event, FlowInit, ICSK_CA_PRIV_SIZE};
+
+/// Linux's `enum tcp_ca_state` values used here.
+pub const TCP_CA_OPEN: u8 = 0;
+pub const TCP_CA_RECOVERY: u8 = 3;
+pub const TCP_CA_LOSS: u8 = 4;
+
+/// Linux's `enum tcp_ca_event` values used here.
+pub const CA_EVENT_TX_START: u32 = 0;
+pub const CA_EVENT_CWND_RESTART: u32 = 1;
+pub const CA_EVENT_COMPLETE_CWR: u32 = 2;
+pub const CA_EVENT_LOSS: u32 = 3;
+pub const CA_EVENT_ECN_NO_CE: u32 = 4;
+pub const CA_EVENT_ECN_IS_CE: u32 = 5;
+
+/// `FLAG_ECE` of `tcp_input.c` in the `flag` argument of `cong_control`
+/// (the same value since Linux 2.6; the BPF selftests rely on it too).
+pub const FLAG_ECE: i32 = 0x40;
+
+/// The socket fields a callback needs, read by the backend.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sock {
+    /// `tp->tcp_mstamp`: the time of the packet being processed, µs.
+    pub now_us: u64,
+    /// `tp->mss_cache` (0: unknown, 1460 is used).
+    pub mss: u32,
+    /// `tp->srtt_us`: smoothed RTT in µs << 3 (0: no sample yet).
+    pub srtt_us8: u32,
+    /// `tp->snd_cwnd_clamp`, packets.
+    pub snd_cwnd_clamp: u32,
+    /// `tp->delivered`, packets.
+    pub delivered: u32,
+    /// `tcp_packets_in_flight(tp)`, packets.
+    pub packets_in_flight: u32,
+    /// `icsk->icsk_ca_state` (in `set_state`: the state being left).
+    pub ca_state: u8,
+    /// `tcp_is_cwnd_limited(sk)`.
+    pub cwnd_limited: u8,
+    /// `tp->ecn_flags & TCP_ECN_OK`: ECN was negotiated.
+    pub ecn_ok: u8,
+    pub _pad: u8,
+    /// `tcp_jiffies32 − tp->lsndtime`: time since the last send, jiffies.
+    pub idle_jiffies: u32,
+    /// `icsk->icsk_rto`, jiffies.
+    pub rto_jiffies: u32,
+}
+
+/// The kernel's `struct rate_sample` fields the adapter uses.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RateSample {
+    /// `tp->first_tx_mstamp` after the sample: send time of the most
+    /// recently acknowledged packet, µs.
+    pub send_time_us: u64,
+    /// `rs->rtt_us` (negative or 0: no sample).
+    pub rtt_us: i64,
+    /// `rs->acked_sacked`, packets.
+    pub acked_sacked: u32,
+    /// `rs->prior_delivered` (0: this ACK delivered no new packet).
+    pub prior_delivered: u32,
+    /// `rs->is_app_limited`.
+    pub is_app_limited: u8,
+    pub _pad: [u8; 3],
+    /// The `flag` argument of `cong_control` (`FLAG_*` of `tcp_input.c`).
+    pub flag: i32,
+}
+
+/// What the backend writes back into the socket.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Update {
+    /// New `snd_cwnd`, packets (≥ 2, ≤ the clamp).
+    pub cwnd_pkts: u32,
+    /// New `snd_ssthresh`, packets; 0 = leave it.
+    pub ssthresh_pkts: u32,
+    /// New `sk_pacing_rate`, bytes/s; 0 = leave it.
+    pub pacing_rate: u64,
+}
+
+/// Window pacing of algorithms without their own rate, in percent of
+/// `cwnd × mss / srtt`. A module-wide tunable pair.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pacing {
+    /// In slow start (window below the algorithm's ssthresh): Linux's
+    /// `tcp_pacing_ss_ratio`, 200.
+    pub ss_pct: u32,
+    /// Otherwise. Linux's `tcp_pacing_ca_ratio` is 120; xdcc's default is
+    /// 100 because the simulator shows UnoCC's and Gemini's flows reach
+    /// fairness at 100 % and not at 120 % (a flow paced above its window's
+    /// rate sends its window as a burst into the queue every round).
+    pub ca_pct: u32,
+}
+
+impl Pacing {
+    pub const DEFAULT: Pacing = Pacing { ss_pct: 200, ca_pct: 100 };
+    /// Largest accepted ratio, percent.
+    pub const MAX_PCT: u32 = 1000;
+}
+
+/// Receiver side of the DCTCP-style CE echo: what the backend must do when
+/// the CE state of arriving data changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CeEcho {
+    /// A delayed ACK is pending for data of the old CE state: send it now,
+    /// acknowledging up to this `rcv_nxt`, with ECE = `flush_ce`.
+    pub flush_ack_seq: Option<u32>,
+    pub flush_ce: bool,
+    /// Force the next ACK to go out immediately (`ICSK_ACK_NOW`).
+    pub ack_now: bool,
+    /// Set (true) or clear `TCP_ECN_DEMAND_CWR` (ECE on outgoing ACKs).
+    pub demand_cwr: bool,
+}
+
+/// Per-socket adapter state kept next to the algorithm's.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkState {
+    /// Receiver: `rcv_nxt` when the CE state last changed.
+    prior_rcv_nxt: u32,
+    /// Receiver: CE state of the last data packet (0/1).
+    ce_state: u8,
+    /// ECN was negotiated (refreshed on every ACK).
+    ecn_ok: u8,
+    /// Number of loss episodes (`CA_EVENT_LOSS`) and fast recoveries seen,
+    /// saturating at 255: for `get_info` and the tests.
+    rtos: u8,
+    recoveries: u8,
+}
+
+/// Everything an xdcc CC keeps in the socket's private CC area.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flow<A> {
+    pub algo: A,
+    pub link: LinkState,
+}
+
+/// Compile-time check that `Flow<A>` fits the kernel's private CC area.
+pub const fn fits_ca_priv<A>() -> bool {
+    core::mem::size_of::<Flow<A>>() <= ICSK_CA_PRIV_SIZE && core::mem::align_of::<Flow<A>>() <= 8
+}
+
+const _: () = assert!(fits_ca_priv::<super::uno::Uno>(), "UnoCC + adapter state exceed ICSK_CA_PRIV_SIZE");
+const _: () = assert!(fits_ca_priv::<super::gemini::Gemini>(), "Gemini + adapter state exceed ICSK_CA_PRIV_SIZE");
+const _: () = assert!(fits_ca_priv::<super::oscar::Oscar>(), "OSCAR + adapter state exceed ICSK_CA_PRIV_SIZE");
+const _: () = assert!(fits_ca_priv::<super::smartt::Smartt>(), "SMaRTT + adapter state exceed ICSK_CA_PRIV_SIZE");
+
+const DEFAULT_MSS: u32 = 1460;
+
+#[inline]
+fn mss_of(s: &Sock) -> u32 {
+    if s.mss == 0 {
+        DEFAULT_MSS
+    } else {
+        s.mss
+    }
+}
+
+#[inline]
+fn ns_of_us(us: u64) -> u64 {
+    super::fixed::mul_sat(us, 1000)
+}
+
+impl<A: CongestionControl> Flow<A> {
+    /// `init`: a new flow. The handshake RTT (`srtt_us`) is the algorithm's
+    /// RTT hint when there is one.
+    pub fn new(p: &A::Params, s: &Sock) -> Self {
+        let init = FlowInit {
+            now_ns: ns_of_us(s.now_us),
+            mss: mss_of(s),
+            rtt_hint_ns: sat_u32(ns_of_us((s.srtt_us8 >> 3) as u64)),
+        };
+        Flow { algo: A::new(p, &init), link: LinkState { ecn_ok: s.ecn_ok, ..LinkState::default() } }
+    }
+
+    /// `cong_control`: one ACK.
+    pub fn on_ack(&mut self, p: &A::Params, pacing: &Pacing, s: &Sock, rs: &RateSample) -> Update {
+        let sample = ack_sample(s, rs);
+        self.link.ecn_ok = s.ecn_ok;
+        if sample.acked_bytes != 0 || sample.rtt_ns != 0 {
+            let before = self.algo.cwnd();
+            self.algo.on_ack(p, &sample);
+            if s.cwnd_limited == 0 && self.algo.pacing_rate().is_none() && self.algo.cwnd() > before {
+                self.algo.hold_cwnd(before);
+            }
+        }
+        self.update(pacing, s, false)
+    }
+
+    /// `set_state`: `new_state` is being entered; `s.ca_state` is the state
+    /// being left. Returns the new window when the algorithm reacted.
+    pub fn on_set_state(&mut self, p: &A::Params, pacing: &Pacing, s: &Sock, new_state: u8) -> Option<Update> {
+        if new_state == TCP_CA_RECOVERY && s.ca_state != TCP_CA_RECOVERY {
+            self.link.recoveries = self.link.recoveries.saturating_add(1);
+            self.algo.on_event(p, Event::Loss { bytes: mss_of(s) }, ns_of_us(s.now_us));
+            return Some(self.update(pacing, s, true));
+        }
+        None
+    }
+
+    /// `cwnd_event` on the sender side: returns the new window when the
+    /// algorithm reacted. CE events go to [`Flow::on_ce_event`].
+    pub fn on_cwnd_event(&mut self, p: &A::Params, pacing: &Pacing, s: &Sock, ev: u32) -> Option<Update> {
+        let now = ns_of_us(s.now_us);
+        match ev {
+            CA_EVENT_LOSS => {
+                self.link.rtos = self.link.rtos.saturating_add(1);
+                self.algo.on_event(p, Event::Rto, now);
+                // `tcp_enter_loss()` sets the window to in-flight + 1 right
+                // after this event; the ssthresh is what we report.
+                Some(self.update(pacing, s, true))
+            }
+            CA_EVENT_TX_START if s.idle_jiffies > s.rto_jiffies => {
+                self.algo.on_event(p, Event::IdleRestart, now);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// `cwnd_event` with `CA_EVENT_ECN_IS_CE` / `CA_EVENT_ECN_NO_CE` on the
+    /// receiver: `rcv_nxt` is `tp->rcv_nxt`, `delayed_ack_pending` whether
+    /// `icsk_ack.pending` has `ICSK_ACK_TIMER` set.
+    pub fn on_ce_event(&mut self, ev: u32, rcv_nxt: u32, delayed_ack_pending: bool) -> Option<CeEcho> {
+        let ce = match ev {
+            CA_EVENT_ECN_IS_CE => 1u8,
+            CA_EVENT_ECN_NO_CE => 0u8,
+            _ => return None,
+        };
+        let mut out = CeEcho { demand_cwr: ce != 0, ..CeEcho::default() };
+        if self.link.ce_state != ce {
+            if delayed_ack_pending {
+                out.flush_ack_seq = Some(self.link.prior_rcv_nxt);
+                out.flush_ce = self.link.ce_state != 0;
+            }
+            out.ack_now = true;
+        }
+        self.link.prior_rcv_nxt = rcv_nxt;
+        self.link.ce_state = ce;
+        Some(out)
+    }
+
+    /// `ssthresh`: called when the stack enters CWR, Recovery or Loss. The
+    /// window is the algorithm's (`cong_control`); report its threshold so
+    /// `tcp_in_slow_start()` agrees with it.
+    pub fn ssthresh_pkts(&self, s: &Sock) -> u32 {
+        let th = self.algo.ssthresh();
+        if th == u32::MAX || th == 0 {
+            core::cmp::max(self.cwnd_pkts(s), 2)
+        } else {
+            core::cmp::max(th / mss_of(s), 2)
+        }
+    }
+
+    /// `undo_cwnd`: the last loss reaction was spurious.
+    pub fn undo_cwnd_pkts(&mut self, s: &Sock) -> u32 {
+        self.algo.undo();
+        self.cwnd_pkts(s)
+    }
+
+    /// The algorithm's window in packets, within [2, clamp].
+    pub fn cwnd_pkts(&self, s: &Sock) -> u32 {
+        let pkts = core::cmp::max(self.algo.cwnd() / mss_of(s), 2);
+        core::cmp::min(pkts, core::cmp::max(s.snd_cwnd_clamp, 2))
+    }
+
+    /// Socket-independent adapter state, for `get_info` and tests.
+    pub fn link(&self) -> &LinkState {
+        &self.link
+    }
+
+    fn update(&self, pacing: &Pacing, s: &Sock, with_ssthresh: bool) -> Update {
+        let cwnd_pkts = self.cwnd_pkts(s);
+        let pacing_rate = match self.algo.pacing_rate() {
+            Some(r) => core::cmp::max(r, 1),
+            None if s.srtt_us8 != 0 => {
+                let slow_start = self.algo.cwnd() < self.algo.ssthresh();
+                let pct = if slow_start { pacing.ss_pct } else { pacing.ca_pct };
+                // bytes/s = pct/100 · cwnd · mss / (srtt_us8 / 8 µs)
+                let bytes = (cwnd_pkts as u64) * (mss_of(s) as u64); // < 2^64: both < 2^32
+                let per_sec = mul_div(bytes, 8_000_000, s.srtt_us8 as u64);
+                mul_div(per_sec, pct as u64, 100)
+            }
+            None => 0,
+        };
+        Update { cwnd_pkts, ssthresh_pkts: if with_ssthresh { self.ssthresh_pkts(s) } else { 0 }, pacing_rate }
+    }
+}
+
+/// The algorithm's view of one ACK.
+pub fn ack_sample(s: &Sock, rs: &RateSample) -> AckSample {
+    let mss = mss_of(s) as u64;
+    let acked = sat_u32(mul_sat(rs.acked_sacked as u64, mss));
+    let inflight_at_send = if rs.prior_delivered == 0 {
+        0 // no packet newly delivered: no rate sample, unknown
+    } else {
+        sat_u32(mul_sat(s.delivered.wrapping_sub(rs.prior_delivered) as u64, mss))
+    };
+    AckSample {
+        now_ns: ns_of_us(s.now_us),
+        acked_bytes: acked,
+        marked_bytes: if rs.flag & FLAG_ECE != 0 { acked } else { 0 },
+        rtt_ns: if rs.rtt_us > 0 { sat_u32(ns_of_us(rs.rtt_us as u64)) } else { 0 },
+        send_time_ns: ns_of_us(rs.send_time_us),
+        inflight_at_send,
+        inflight: sat_u32(mul_sat(s.packets_in_flight as u64, mss)),
+        app_limited: rs.is_app_limited != 0,
+    }
+}
+
+impl LinkState {
+    pub fn ecn_ok(&self) -> bool {
+        self.ecn_ok != 0
+    }
+    pub fn rtos(&self) -> u8 {
+        self.rtos
+    }
+    pub fn recoveries(&self) -> u8 {
+        self.recoveries
+    }
+}
+
+use super::fixed::mul_sat;
+
+/// Checks a pacing tunable.
+pub fn validate_pacing_pct(name: &'static str, v: u64) -> Result<u32, super::ParamError> {
+    super::params::check(name, v, 0, Pacing::MAX_PCT as u64)?;
+    Ok(v as u32)
+}

@@ -1,0 +1,246 @@
+//! The Linux adapter (`linux.rs`) driven through the exact callback sequences
+//! the kernel produces: each test pins one conformance rule (issue 10's
+//! findings) and fails on the adapter as it was before.
+
+use xdcc_algo::fixed::ONE;
+use xdcc_algo::linux::*;
+use xdcc_algo::{gemini, oscar, smartt, uno, CongestionControl, NetConfig};
+
+const NET: NetConfig = NetConfig { link_rate_bps: 1_000_000_000, intra_rtt_ns: 200_000, inter_rtt_ns: 10_000_000, mtu: 1500 };
+const MSS: u32 = 1448;
+
+fn sock(now_us: u64) -> Sock {
+    Sock {
+        now_us,
+        mss: MSS,
+        srtt_us8: 200 << 3,
+        snd_cwnd_clamp: 100_000,
+        delivered: 1000,
+        packets_in_flight: 10,
+        ca_state: TCP_CA_OPEN,
+        cwnd_limited: 1,
+        ecn_ok: 1,
+        _pad: 0,
+        idle_jiffies: 0,
+        rto_jiffies: 50,
+    }
+}
+
+fn ack(now_us: u64, rtt_us: i64, ece: bool) -> RateSample {
+    RateSample {
+        send_time_us: now_us.saturating_sub(rtt_us as u64),
+        rtt_us,
+        acked_sacked: 1,
+        prior_delivered: 990,
+        is_app_limited: 0,
+        _pad: [0; 3],
+        flag: if ece { FLAG_ECE } else { 0 },
+    }
+}
+
+/// Runs `n` unmarked ACKs 20 µs apart from `t`; returns the last update and time.
+fn run<A: CongestionControl>(f: &mut Flow<A>, p: &A::Params, s0: Sock, t: &mut u64, n: usize) -> Update {
+    let mut u = Update::default();
+    for _ in 0..n {
+        *t += 20;
+        let s = Sock { now_us: *t, ..s0 };
+        u = f.on_ack(p, &Pacing::DEFAULT, &s, &ack(*t, 200, false));
+    }
+    u
+}
+
+#[test]
+fn backoff_rtos_of_one_episode_reduce_the_window_once() {
+    let p = gemini::Params::from_net(&NET);
+    let mut t = 1_000_000;
+    let mut f = Flow::<gemini::Gemini>::new(&p, &sock(t));
+    run(&mut f, &p, sock(0), &mut t, 400); // slow start to a large window
+    let before = f.cwnd_pkts(&sock(t));
+    assert!(before > 100, "window grew in slow start: {before}");
+    // The RTO: tcp_enter_loss() raises CA_EVENT_LOSS, then set_state(Loss).
+    let u = f.on_cwnd_event(&p, &Pacing::DEFAULT, &sock(t), CA_EVENT_LOSS).expect("RTO reaction");
+    assert_eq!(u.ssthresh_pkts, before / 2, "ssthresh halves once");
+    assert!(f.on_set_state(&p, &Pacing::DEFAULT, &sock(t), TCP_CA_LOSS).is_none());
+    // Four backoff RTOs of the same episode: set_state(Loss) from Loss, no
+    // CA_EVENT_LOSS (the kernel does not reduce ssthresh again).
+    for i in 0..4 {
+        let s = Sock { ca_state: TCP_CA_LOSS, now_us: t + 200_000 << i, ..sock(0) };
+        assert!(f.on_set_state(&p, &Pacing::DEFAULT, &s, TCP_CA_LOSS).is_none());
+    }
+    assert_eq!(f.ssthresh_pkts(&sock(t)), before / 2, "ssthresh after the storm is not 2 packets");
+    assert_eq!(f.link().rtos(), 1);
+    // The RTO was spurious: undo restores the window from before it.
+    assert_eq!(f.undo_cwnd_pkts(&sock(t)), before);
+}
+
+#[test]
+fn fast_recovery_reacts_on_entry_only() {
+    let p = uno::Params::from_net(&NET);
+    let mut t = 1_000_000;
+    let mut f = Flow::<uno::Uno>::new(&p, &sock(t));
+    run(&mut f, &p, sock(0), &mut t, 50);
+    let w0 = f.algo.cwnd();
+    assert!(f.on_set_state(&p, &Pacing::DEFAULT, &sock(t), TCP_CA_RECOVERY).is_some());
+    let w1 = f.algo.cwnd();
+    assert!(w1 < w0);
+    // Recovery → Recovery (the kernel calls set_state again) changes nothing.
+    let s = Sock { ca_state: TCP_CA_RECOVERY, ..sock(t + 10_000) };
+    assert!(f.on_set_state(&p, &Pacing::DEFAULT, &s, TCP_CA_RECOVERY).is_none());
+    assert_eq!(f.algo.cwnd(), w1);
+    assert_eq!(f.link().recoveries(), 1);
+}
+
+#[test]
+fn tx_start_is_an_idle_restart_only_after_an_rto_of_silence() {
+    let p = uno::Params::from_net(&NET);
+    let mut t = 1_000_000;
+    let mut f = Flow::<uno::Uno>::new(&p, &sock(t));
+    run(&mut f, &p, sock(0), &mut t, 200);
+    let kept = f;
+    // A flow that drains every round: TX_START after 1 jiffy of silence.
+    let s = Sock { idle_jiffies: 1, ..sock(t) };
+    assert!(f.on_cwnd_event(&p, &Pacing::DEFAULT, &s, CA_EVENT_TX_START).is_none());
+    assert_eq!(f, kept, "epoch, QuickAdapt and window state survive a drained round");
+    // Idle for longer than the RTO: the algorithm restarts its timers.
+    let s = Sock { idle_jiffies: 51, ..sock(t) };
+    f.on_cwnd_event(&p, &Pacing::DEFAULT, &s, CA_EVENT_TX_START);
+    assert_ne!(f, kept, "an idle period longer than the RTO is an idle restart");
+}
+
+#[test]
+fn windows_grow_only_when_cwnd_limited() {
+    fn check<A: CongestionControl>(p: &A::Params) {
+        let mut t = 1_000_000;
+        let mut f = Flow::<A>::new(p, &sock(t));
+        let limited = sock(0);
+        let app = Sock { cwnd_limited: 0, ..sock(0) };
+        run(&mut f, p, app, &mut t, 2000);
+        let w = f.algo.cwnd();
+        let start = Flow::<A>::new(p, &sock(0)).algo.cwnd();
+        assert!(w <= start, "{}: not cwnd-limited, the window grew from {start} to {w}", A::NAME);
+        run(&mut f, p, limited, &mut t, 2000);
+        assert!(f.algo.cwnd() > w, "{}: cwnd-limited, the window grows", A::NAME);
+    }
+    check::<uno::Uno>(&uno::Params::from_net(&NET));
+    check::<gemini::Gemini>(&gemini::Params::from_net(&NET));
+    check::<smartt::Smartt>(&smartt::Params::from_net(&NET));
+}
+
+#[test]
+fn kernel_window_never_below_two_packets() {
+    let p = smartt::Params::from_net(&NET);
+    let mut f = Flow::<smartt::Smartt>::new(&p, &sock(1_000_000));
+    // Losses drive SMaRTT's own window to one MTU.
+    for i in 0..200 {
+        f.on_set_state(&p, &Pacing::DEFAULT, &sock(1_000_000 + i * 1000), TCP_CA_RECOVERY);
+        f.on_set_state(&p, &Pacing::DEFAULT, &Sock { ca_state: TCP_CA_RECOVERY, ..sock(0) }, TCP_CA_OPEN);
+    }
+    assert!(f.algo.cwnd() < 2 * MSS, "the algorithm's window is below two packets: {}", f.algo.cwnd());
+    assert_eq!(f.cwnd_pkts(&sock(0)), 2);
+    assert_eq!(f.undo_cwnd_pkts(&sock(0)).max(2), f.cwnd_pkts(&sock(0)));
+}
+
+#[test]
+fn ece_comes_from_this_acks_flag_only() {
+    let s = sock(1000);
+    let marked = ack_sample(&s, &ack(1000, 100, true));
+    assert_eq!(marked.marked_bytes, MSS);
+    // The next ACK has no ECE: nothing carries over, whatever came before.
+    let clean = ack_sample(&s, &ack(1020, 100, false));
+    assert_eq!(clean.marked_bytes, 0);
+    assert_eq!(clean.acked_bytes, MSS);
+}
+
+#[test]
+fn inflight_at_send_is_unknown_without_a_rate_sample() {
+    let s = sock(1000);
+    let with = ack_sample(&s, &ack(1000, 100, false));
+    assert_eq!(with.inflight_at_send, 10 * MSS, "delivered − prior_delivered packets");
+    let without = ack_sample(&s, &RateSample { prior_delivered: 0, ..ack(1000, 100, false) });
+    assert_eq!(without.inflight_at_send, 0, "not 'everything ever delivered'");
+    // OSCAR ignores such samples entirely.
+    let p = oscar::Params::from_net(&NET);
+    let mut f = Flow::<oscar::Oscar>::new(&p, &sock(0));
+    let before = f;
+    f.on_ack(&p, &Pacing::DEFAULT, &s, &RateSample { prior_delivered: 0, rtt_us: 250, ..ack(1000, 250, false) });
+    assert_eq!(f.algo.u_q16(), before.algo.u_q16());
+}
+
+#[test]
+fn slow_start_paces_at_twice_the_window_rate() {
+    let p = gemini::Params::from_net(&NET);
+    let mut t = 1_000_000;
+    let mut f = Flow::<gemini::Gemini>::new(&p, &sock(t));
+    let u = run(&mut f, &p, sock(0), &mut t, 5);
+    let window_rate = (u.cwnd_pkts as u64) * MSS as u64 * 1_000_000 / 200;
+    assert_eq!(u.pacing_rate, 2 * window_rate, "slow start: 200 %");
+    // A mark ends slow start: 100 % from then on.
+    t += 20;
+    let u = f.on_ack(&p, &Pacing::DEFAULT, &sock(t), &ack(t, 200, true));
+    let window_rate = (u.cwnd_pkts as u64) * MSS as u64 * 1_000_000 / 200;
+    assert_eq!(u.pacing_rate, window_rate);
+    let custom = Pacing { ss_pct: 300, ca_pct: 120 };
+    t += 20;
+    let u = f.on_ack(&p, &custom, &sock(t), &ack(t, 200, false));
+    let window_rate = (u.cwnd_pkts as u64) * MSS as u64 * 1_000_000 / 200;
+    assert_eq!(u.pacing_rate, window_rate * 120 / 100);
+}
+
+#[test]
+fn gemini_first_marks_after_slow_start_cut_fully() {
+    let p = gemini::Params::from_net(&NET);
+    let mut t = 1_000_000;
+    let mut f = Flow::<gemini::Gemini>::new(&p, &sock(t));
+    assert_eq!(f.algo.alpha_q16(), ONE, "α starts at 1 like DCTCP");
+    run(&mut f, &p, sock(0), &mut t, 40); // 0.8 ms: four rounds of slow start
+    let w = f.algo.cwnd() as u64;
+    t += 20;
+    f.on_ack(&p, &Pacing::DEFAULT, &sock(t), &ack(t, 200, true));
+    // α decays by (1 − g) = 15/16 per unmarked round from 1: after five
+    // rounds it is still ≈ 0.72, so the cut is most of F (with α starting at
+    // 0 it would be 0 and slow start's overshoot would survive).
+    let alpha = f.algo.alpha_q16() as u64;
+    assert!(alpha >= (ONE as u64) * 7 / 10, "α = {alpha}");
+    let cut = (alpha * f.algo.f_q16() as u64 / ONE as u64).min(p.max_md_q16 as u64);
+    let expect = w - w * cut / ONE as u64;
+    assert!(w > expect + 1000, "a real cut");
+    assert!((f.algo.cwnd() as u64).abs_diff(expect) <= 2, "cut by α·F: {} vs {expect}", f.algo.cwnd());
+}
+
+#[test]
+fn base_rtt_comes_from_the_first_sample_not_a_constant() {
+    // No handshake RTT: an inter-DC flow must not be treated as intra-DC.
+    let s0 = Sock { srtt_us8: 0, ..sock(1_000_000) };
+    let mut t = 1_000_000;
+    let pu = uno::Params::from_net(&NET);
+    let mut fu = Flow::<uno::Uno>::new(&pu, &s0);
+    assert_eq!(fu.algo.base_rtt_ns(), 0);
+    let ps = smartt::Params::from_net(&NET);
+    let mut fs = Flow::<smartt::Smartt>::new(&ps, &s0);
+    assert_eq!(fs.algo.base_rtt_ns(), 0);
+    for _ in 0..10 {
+        t += 20;
+        fu.on_ack(&pu, &Pacing::DEFAULT, &sock(t), &ack(t, 10_000, false));
+        fs.on_ack(&ps, &Pacing::DEFAULT, &sock(t), &ack(t, 10_000, false));
+    }
+    assert_eq!(fu.algo.base_rtt_ns(), 10_000_000);
+    assert_eq!(fs.algo.base_rtt_ns(), 10_000_000);
+    assert_eq!(fs.algo.avg_rtt_ns(), 10_000_000);
+}
+
+#[test]
+fn receiver_echoes_ce_changes_immediately() {
+    let p = uno::Params::from_net(&NET);
+    let mut f = Flow::<uno::Uno>::new(&p, &sock(0));
+    // First CE packet with a delayed ACK pending for unmarked data: flush it
+    // without ECE, then ACK now with ECE.
+    let e = f.on_ce_event(CA_EVENT_ECN_IS_CE, 5000, true).unwrap();
+    assert_eq!(e, CeEcho { flush_ack_seq: Some(0), flush_ce: false, ack_now: true, demand_cwr: true });
+    // More CE: no state change, normal ACKing, ECE stays.
+    let e = f.on_ce_event(CA_EVENT_ECN_IS_CE, 8000, true).unwrap();
+    assert_eq!(e, CeEcho { flush_ack_seq: None, flush_ce: false, ack_now: false, demand_cwr: true });
+    // Back to unmarked: flush the pending ACK for the CE data with ECE.
+    let e = f.on_ce_event(CA_EVENT_ECN_NO_CE, 9000, true).unwrap();
+    assert_eq!(e, CeEcho { flush_ack_seq: Some(8000), flush_ce: true, ack_now: true, demand_cwr: false });
+    assert!(f.on_ce_event(CA_EVENT_TX_START, 0, false).is_none());
+}
