@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The xdcc test suite: everything a fresh machine needs is installed here.
-#   ./test.sh          1. cargo tests: algorithms, simulator, eBPF map types,
-#                         agent/CLI units (builds the eBPF programs)
+#   ./test.sh          1. cargo tests: algorithms, the Linux adapter, simulator,
+#                         eBPF map types, agent/CLI units (builds the eBPF
+#                         programs); the BPF struct_ops CCs built and checked
+#                         for BPF-cleanliness (kmods/bpf/build.sh)
 #                      2. host namespace tests of the eBPF programs, agent
 #                         and CLI (userspace/tests/netns.sh, root)
 #                      3. the kernel modules, the CLI and the switch
@@ -28,6 +30,11 @@ export XDCC_BPF_LINKER_DIR
 echo "[test] cargo tests (release build: overflow checks stay on, as in the kernel)" >&2
 cargo test --release --workspace --locked
 cargo build --release --locked -p xdcc
+
+echo "[test] BPF struct_ops CCs: build from the algorithm crate, check it is BPF-clean (no 128-bit ops, overflow intrinsics, signed division, libcalls)" >&2
+bpf_out=$(mktemp -d)
+kmods/bpf/build.sh "$bpf_out"
+rm -rf "$bpf_out"
 
 echo "[test] testbed runner units (scenarios, topology validation, profiles, metrics)" >&2
 if [[ ! -x /usr/bin/python3 ]] || ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then

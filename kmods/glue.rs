@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Shared glue between Linux's `tcp_congestion_ops` and the algorithms of
-//! `kmods/algo`, in the spirit of the Rust-for-Linux TCP CC series
-//! (`rust/kernel/net/tcp/cong.rs`, PR #1062):
+//! Rust-for-Linux backend of the xdcc congestion controls, in the shape of
+//! the Rust-for-Linux TCP CC abstraction (`rust/kernel/net/tcp/cong.rs`,
+//! PR #1062):
 //!
-//! - a trait per CC ([`KernelCc`]) naming the algorithm, its tunables and
-//!   whether it needs ECN;
-//! - a [`Registration`] that owns the `tcp_congestion_ops` and the sysctl
-//!   table, registers both at module load and unregisters them on drop;
-//! - `init`/`release` placing the per-socket state in `inet_csk_ca()`, with a
-//!   compile-time check that it fits `ICSK_CA_PRIV_SIZE`;
-//! - one mapping from the kernel's ACK processing (`cong_control` with the
-//!   rate sample, `in_ack_event` for ECE, `set_state` for loss and RTO,
-//!   `cwnd_event` for CE changes and idle restarts) onto
-//!   [`CongestionControl`].
+//! - [`Sk`], a safe wrapper of the socket a callback is running for: the
+//!   only code here that touches `tcp_sock` fields, each access with its
+//!   safety argument; every callback body is then safe code;
+//! - [`KernelCc`], one per module, naming the algorithm and its tunables;
+//! - [`Registration`] owns only the `tcp_congestion_ops`; [`Sysctls`] owns
+//!   the sysctl table.
+//!
+//! What the callbacks *mean* is not here: `kmods/algo/src/linux.rs` maps
+//! them onto the algorithm once, for this backend and the BPF struct_ops
+//! backend alike. This file reads kernel fields into that adapter's plain
+//! values and writes its results back.
 //!
 //! Tunables live in a [`ParamCell`] per module, outside the per-socket state:
 //! two copies of the parameters, an index readers follow, and RCU between a
@@ -29,7 +30,8 @@ use kernel::bindings;
 use kernel::prelude::*;
 use kernel::str::CStr;
 
-use super::algo::{AckSample, CongestionControl, Event, FlowInit, NetConfig, Tunables, ICSK_CA_PRIV_SIZE};
+use super::algo::linux::{self, Flow, Pacing, RateSample, Sock, Update};
+use super::algo::{CongestionControl, NetConfig, Tunables};
 
 /// One xdcc congestion control as the kernel sees it.
 pub trait KernelCc: 'static {
@@ -37,9 +39,9 @@ pub trait KernelCc: 'static {
     type Algo: CongestionControl<Params = Self::Params>;
     /// Its tunables.
     type Params: Tunables + 'static;
-    /// Receiver-side state kept next to the algorithm ([`EcnReceiver`] for
-    /// ECN-based CCs, `()` otherwise).
-    type Extra: ExtraState;
+    /// The algorithm reads ECN marks: ECT on every packet
+    /// (`TCP_CONG_NEEDS_ECN`) and the DCTCP-style CE echo on receive.
+    const NEEDS_ECN: bool;
     /// Name in `tcp_available_congestion_control` (at most 15 bytes).
     const NAME: &'static CStr;
     /// Sysctl directory, e.g. `net/xdcc/uno`.
@@ -48,94 +50,143 @@ pub trait KernelCc: 'static {
     fn params() -> &'static ParamCell<Self::Params>;
 }
 
-/// Per-socket state in `inet_csk_ca()`.
-#[repr(C)]
-pub struct Priv<A, E> {
-    pub algo: A,
-    pub extra: E,
+/// The socket a congestion-control callback runs for.
+///
+/// Invariant: `sk` is a TCP socket the stack is processing, locked (or in
+/// its softirq context) for the duration of the callback, whose CA private
+/// area holds an initialized `Flow<A>` between `init` and `release`. An
+/// `Sk` is only created at the top of a callback and never escapes it.
+pub struct Sk {
+    sk: *mut bindings::sock,
 }
 
-/// Extra per-socket state beside the algorithm.
-pub trait ExtraState: Sized {
-    const NEEDS_ECN: bool;
-    fn new() -> Self;
-    /// `cwnd_event` for CE state changes (receiver side).
-    fn cwnd_event(&mut self, sk: *mut bindings::sock, ev: bindings::tcp_ca_event);
-    /// Remember whether the ACK being processed carries ECE.
-    fn set_ece(&mut self, ece: bool);
-    fn ece(&self) -> bool;
-}
-
-impl ExtraState for () {
-    const NEEDS_ECN: bool = false;
-    fn new() -> Self {}
-    fn cwnd_event(&mut self, _: *mut bindings::sock, _: bindings::tcp_ca_event) {}
-    fn set_ece(&mut self, _: bool) {}
-    fn ece(&self) -> bool {
-        false
+impl Sk {
+    /// # Safety
+    /// `sk` must satisfy the type invariant for the lifetime of the value.
+    unsafe fn new(sk: *mut bindings::sock) -> Self {
+        Self { sk }
     }
-}
 
-/// DCTCP-style receiver: every change of the CE state of arriving data forces
-/// an immediate ACK (first flushing a delayed ACK for the old state), so the
-/// sender sees ECE exactly on the ACKs that cover CE-marked data.
-#[repr(C)]
-pub struct EcnReceiver {
-    prior_rcv_nxt: u32,
-    ce_state: u8,
-    ece: u8,
-}
+    fn tp(&self) -> *mut bindings::tcp_sock {
+        // SAFETY: `sk` is a TCP socket (invariant); `tcp_sk` is a cast.
+        unsafe { bindings::tcp_sk(self.sk) }
+    }
 
-impl EcnReceiver {
-    fn demand_cwr(tp: *mut bindings::tcp_sock, ce: bool) {
-        // SAFETY: `tp` is the socket the stack is processing; it holds the
-        // socket lock (or runs in its softirq context) while calling us.
+    fn icsk(&self) -> *mut bindings::inet_connection_sock {
+        // SAFETY: as above; `inet_csk` is a cast.
+        unsafe { bindings::inet_csk(self.sk) }
+    }
+
+    /// The per-socket CC state.
+    ///
+    /// # Safety
+    /// The CA private area must hold a `Flow<A>` (between `init` and
+    /// `release` of a CC whose state is `Flow<A>`).
+    unsafe fn flow<A>(&mut self) -> &mut Flow<A> {
+        const { assert!(linux::fits_ca_priv::<A>()) };
+        // SAFETY: guaranteed by the caller; the area is 8-byte aligned (an
+        // array of u64) and large enough (checked above).
+        unsafe { &mut *(bindings::inet_csk_ca(self.sk) as *mut Flow<A>) }
+    }
+
+    /// The adapter's view of the socket.
+    fn view(&self) -> Sock {
+        let (tp, icsk) = (self.tp(), self.icsk());
+        // SAFETY: `tp`/`icsk` point into the locked socket (invariant); plain
+        // field reads. `jiffies` is the kernel's tick counter, read once.
         unsafe {
-            if ce {
-                (*tp).ecn_flags |= bindings::TCP_ECN_DEMAND_CWR as u8;
-            } else {
-                (*tp).ecn_flags &= !(bindings::TCP_ECN_DEMAND_CWR as u8);
+            let now_jiffies = core::ptr::read_volatile(core::ptr::addr_of!(bindings::jiffies)) as u32;
+            Sock {
+                now_us: (*tp).tcp_mstamp,
+                mss: (*tp).mss_cache,
+                srtt_us8: (*tp).srtt_us,
+                snd_cwnd_clamp: (*tp).snd_cwnd_clamp,
+                delivered: (*tp).delivered,
+                packets_in_flight: bindings::tcp_packets_in_flight(tp),
+                ca_state: (*icsk).icsk_ca_state(),
+                cwnd_limited: bindings::tcp_is_cwnd_limited(self.sk) as u8,
+                ecn_ok: ((*tp).ecn_flags & bindings::TCP_ECN_OK as u8 != 0) as u8,
+                _pad: 0,
+                idle_jiffies: now_jiffies.wrapping_sub((*tp).lsndtime),
+                rto_jiffies: (*icsk).icsk_rto,
             }
         }
     }
-}
 
-impl ExtraState for EcnReceiver {
-    const NEEDS_ECN: bool = true;
-    fn new() -> Self {
-        Self { prior_rcv_nxt: 0, ce_state: 0, ece: 0 }
+    fn rate_sample(&self, rs: &bindings::rate_sample, flag: c_int) -> RateSample {
+        // SAFETY: `tp` points into the locked socket; a field read.
+        let send_time_us = unsafe { (*self.tp()).first_tx_mstamp };
+        RateSample {
+            send_time_us,
+            rtt_us: rs.rtt_us as i64,
+            acked_sacked: rs.acked_sacked,
+            prior_delivered: rs.prior_delivered,
+            is_app_limited: rs.is_app_limited as u8,
+            _pad: [0; 3],
+            flag,
+        }
     }
 
-    fn cwnd_event(&mut self, sk: *mut bindings::sock, ev: bindings::tcp_ca_event) {
-        let new_ce = match ev {
-            bindings::tcp_ca_event_CA_EVENT_ECN_IS_CE => 1u8,
-            bindings::tcp_ca_event_CA_EVENT_ECN_NO_CE => 0u8,
-            _ => return,
-        };
-        // SAFETY: the stack calls `cwnd_event` with a valid, locked socket;
-        // `tcp_sk`/`inet_csk` are container_of casts of it.
+    /// Writes the adapter's result back.
+    fn apply(&mut self, u: &Update) {
+        let tp = self.tp();
+        // SAFETY: the socket is locked (invariant); these are the writes the
+        // kernel's own CCs make from the same callbacks.
         unsafe {
-            let tp = bindings::tcp_sk(sk);
-            let icsk = bindings::inet_csk(sk);
-            if self.ce_state != new_ce {
-                if (*icsk).icsk_ack.pending & bindings::inet_csk_ack_state_t_ICSK_ACK_TIMER as u8 != 0 {
-                    // A delayed ACK is pending: send it now with the old CE state.
-                    Self::demand_cwr(tp, self.ce_state != 0);
-                    bindings::__tcp_send_ack(sk, self.prior_rcv_nxt, 0);
-                }
+            bindings::tcp_snd_cwnd_set(tp, u.cwnd_pkts);
+            if u.ssthresh_pkts != 0 {
+                (*tp).snd_ssthresh = u.ssthresh_pkts;
+            }
+            if u.pacing_rate != 0 {
+                bindings::tcp_set_pacing_rate(self.sk, u.pacing_rate);
+            }
+        }
+    }
+
+    /// Receiver side of the CE echo: do what the adapter asks.
+    fn ce_echo(&mut self, e: &linux::CeEcho) {
+        let (tp, icsk) = (self.tp(), self.icsk());
+        // SAFETY: the socket is locked; `__tcp_send_ack` and the flag writes
+        // are what `tcp_dctcp.c` does from the same callback.
+        unsafe {
+            if e.flush {
+                set_demand_cwr(tp, e.flush_ce);
+                bindings::__tcp_send_ack(self.sk, e.flush_ack_seq, 0);
+            }
+            if e.ack_now {
                 (*icsk).icsk_ack.pending |= bindings::inet_csk_ack_state_t_ICSK_ACK_NOW as u8;
             }
-            self.prior_rcv_nxt = (*tp).rcv_nxt;
-            self.ce_state = new_ce;
-            Self::demand_cwr(tp, new_ce != 0);
+            set_demand_cwr(tp, e.demand_cwr);
         }
     }
 
-    fn set_ece(&mut self, ece: bool) {
-        self.ece = ece as u8;
+    fn delayed_ack_pending(&self) -> bool {
+        // SAFETY: a field read of the locked socket.
+        unsafe { (*self.icsk()).icsk_ack.pending & bindings::inet_csk_ack_state_t_ICSK_ACK_TIMER as u8 != 0 }
     }
-    fn ece(&self) -> bool {
-        self.ece != 0
+
+    fn rcv_nxt(&self) -> u32 {
+        // SAFETY: a field read of the locked socket.
+        unsafe { (*self.tp()).rcv_nxt }
+    }
+
+    fn request_pacing(&mut self) {
+        // SAFETY: plain kernel call on the locked socket: TCP paces
+        // internally (without fq) once asked to.
+        unsafe { bindings::tcp_request_pacing(self.sk) }
+    }
+}
+
+/// # Safety
+/// `tp` is a locked TCP socket.
+unsafe fn set_demand_cwr(tp: *mut bindings::tcp_sock, on: bool) {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        if on {
+            (*tp).ecn_flags |= bindings::TCP_ECN_DEMAND_CWR as u8;
+        } else {
+            (*tp).ecn_flags &= !(bindings::TCP_ECN_DEMAND_CWR as u8);
+        }
     }
 }
 
@@ -194,213 +245,99 @@ impl<P: Tunables> ParamCell<P> {
     }
 }
 
-/// Compile-time check that the per-socket state fits the CA private area.
-pub const fn check_priv_size<T: KernelCc>() {
-    assert!(
-        core::mem::size_of::<Priv<T::Algo, T::Extra>>() <= ICSK_CA_PRIV_SIZE,
-        "per-socket state does not fit ICSK_CA_PRIV_SIZE"
-    );
-    assert!(core::mem::align_of::<Priv<T::Algo, T::Extra>>() <= 8);
-}
+/// Window pacing ratios of the module (`window_pacing_ss_pct`,
+/// `window_pacing_pct` sysctls), percent.
+static PACING_SS_PCT: AtomicUsize = AtomicUsize::new(Pacing::DEFAULT.ss_pct as usize);
+static PACING_CA_PCT: AtomicUsize = AtomicUsize::new(Pacing::DEFAULT.ca_pct as usize);
 
-/// # Safety
-/// `sk` must be a TCP socket whose CA private area holds an initialized
-/// `Priv<T::Algo, T::Extra>` (true between `init` and `release`).
-unsafe fn priv_of<'a, T: KernelCc>(sk: *mut bindings::sock) -> &'a mut Priv<T::Algo, T::Extra> {
-    // SAFETY: guaranteed by the caller; the area is 8-byte aligned (u64 array).
-    unsafe { &mut *(bindings::inet_csk_ca(sk) as *mut Priv<T::Algo, T::Extra>) }
-}
-
-fn mss(tp: *const bindings::tcp_sock) -> u32 {
-    // SAFETY: `tp` is valid for the duration of the callback.
-    let m = unsafe { (*tp).mss_cache };
-    if m == 0 {
-        1460
-    } else {
-        m
-    }
-}
-
-/// Sets the kernel's window (packets) from the algorithm's (bytes), and the
-/// pacing rate: the algorithm's own, or `pacing_pct` % of cwnd/srtt.
-fn apply<T: KernelCc>(sk: *mut bindings::sock, algo: &T::Algo, pacing_pct: u32) {
-    // SAFETY: `sk` is the socket being processed; the helpers are the
-    // kernel's inline accessors.
-    unsafe {
-        let tp = bindings::tcp_sk(sk);
-        let m = mss(tp);
-        let pkts = core::cmp::max(algo.cwnd() / m, 1);
-        let clamp = (*tp).snd_cwnd_clamp;
-        bindings::tcp_snd_cwnd_set(tp, core::cmp::min(pkts, core::cmp::max(clamp, 1)));
-        let rate = match algo.pacing_rate() {
-            Some(r) => Some(r),
-            None if pacing_pct > 0 && (*tp).srtt_us != 0 => {
-                // srtt_us is in 1/8 µs; rate = pct/100 · cwnd · mss / srtt.
-                let bytes = (pkts as u64).saturating_mul(m as u64);
-                let per_sec = bytes.saturating_mul(8_000_000) / ((*tp).srtt_us as u64);
-                Some(per_sec.saturating_mul(pacing_pct as u64) / 100)
-            }
-            None => None,
-        };
-        if let Some(r) = rate {
-            bindings::tcp_set_pacing_rate(sk, r);
-        }
+fn pacing() -> Pacing {
+    Pacing {
+        ss_pct: PACING_SS_PCT.load(Ordering::Relaxed).min(Pacing::MAX_PCT as usize) as u32,
+        ca_pct: PACING_CA_PCT.load(Ordering::Relaxed).min(Pacing::MAX_PCT as usize) as u32,
     }
 }
 
 unsafe extern "C" fn init<T: KernelCc>(sk: *mut bindings::sock) {
-    // SAFETY: called by the stack for a TCP socket being assigned this CC;
-    // the CA private area is ours from now until `release`.
-    unsafe {
-        let tp = bindings::tcp_sk(sk);
-        let p = T::params().current();
-        let fi = FlowInit {
-            now_ns: (*tp).tcp_mstamp.saturating_mul(1000),
-            mss: mss(tp),
-            // srtt_us is in 1/8 µs: the handshake RTT, if any.
-            rtt_hint_ns: (((*tp).srtt_us >> 3) as u64).saturating_mul(1000).min(u32::MAX as u64) as u32,
-        };
-        let state = Priv::<T::Algo, T::Extra> { algo: T::Algo::new(p, &fi), extra: T::Extra::new() };
-        core::ptr::write(bindings::inet_csk_ca(sk) as *mut Priv<T::Algo, T::Extra>, state);
-        // TCP paces internally (without fq) once asked to.
-        bindings::tcp_request_pacing(sk);
-    }
+    // SAFETY: the stack calls `init` for a TCP socket being assigned this
+    // CC; the CA private area is ours from now until `release`.
+    let mut sk = unsafe { Sk::new(sk) };
+    let flow = Flow::<T::Algo>::new(T::params().current(), &sk.view());
+    // SAFETY: `init` is where the CA area starts holding our `Flow`.
+    unsafe { core::ptr::write(sk.flow::<T::Algo>() as *mut Flow<T::Algo>, flow) };
+    sk.request_pacing();
 }
 
 unsafe extern "C" fn release<T: KernelCc>(_sk: *mut bindings::sock) {
     // The state is plain data: nothing to free.
 }
 
-unsafe extern "C" fn in_ack_event<T: KernelCc>(sk: *mut bindings::sock, flags: u32) {
-    // SAFETY: between init and release.
-    let s = unsafe { priv_of::<T>(sk) };
-    s.extra.set_ece(flags & bindings::tcp_ca_ack_event_flags_CA_ACK_ECE != 0);
-}
-
 unsafe extern "C" fn cong_control<T: KernelCc>(
     sk: *mut bindings::sock,
     _ack: u32,
-    _flag: c_int,
+    flag: c_int,
     rs: *const bindings::rate_sample,
 ) {
-    // SAFETY: the stack passes a valid socket and rate sample; the CA area
-    // holds our state between init and release.
-    unsafe {
-        let tp = bindings::tcp_sk(sk);
-        let s = priv_of::<T>(sk);
-        let p = T::params().current();
-        let m = mss(tp) as u64;
-        let rs = &*rs;
-        let acked = (rs.acked_sacked as u64).saturating_mul(m).min(u32::MAX as u64) as u32;
-        let rtt_ns = if rs.rtt_us > 0 { (rs.rtt_us as u64).saturating_mul(1000).min(u32::MAX as u64) as u32 } else { 0 };
-        let inflight_at_send = ((*tp).delivered.wrapping_sub(rs.prior_delivered) as u64).saturating_mul(m);
-        let inflight = (bindings::tcp_packets_in_flight(tp) as u64).saturating_mul(m);
-        let sample = AckSample {
-            now_ns: (*tp).tcp_mstamp.saturating_mul(1000),
-            acked_bytes: acked,
-            marked_bytes: if s.extra.ece() { acked } else { 0 },
-            rtt_ns,
-            send_time_ns: (*tp).first_tx_mstamp.saturating_mul(1000),
-            inflight_at_send: inflight_at_send.min(u32::MAX as u64) as u32,
-            inflight: inflight.min(u32::MAX as u64) as u32,
-            app_limited: rs.is_app_limited,
-        };
-        s.extra.set_ece(false);
-        if acked != 0 || rtt_ns != 0 {
-            s.algo.on_ack(p, &sample);
-        }
-        apply::<T>(sk, &s.algo, pacing_pct::<T>());
-    }
-}
-
-/// Window pacing for window-only algorithms, percent of cwnd/srtt (sysctl
-/// `window_pacing_pct`, 0 = no pacing). Default 100: the simulator shows
-/// UnoCC fair at 100 % where Linux's default 120 % (`tcp_pacing_ca_ratio`,
-/// which does not apply to `cong_control` CCs) is not.
-static PACING_PCT: AtomicUsize = AtomicUsize::new(100);
-
-fn pacing_pct<T: KernelCc>() -> u32 {
-    PACING_PCT.load(Ordering::Relaxed).min(1000) as u32
+    // SAFETY: called by the stack between init and release with a valid
+    // socket and rate sample.
+    let (mut sk, rs) = unsafe { (Sk::new(sk), &*rs) };
+    let (view, sample) = (sk.view(), sk.rate_sample(rs, flag));
+    // SAFETY: between init and release.
+    let flow = unsafe { sk.flow::<T::Algo>() };
+    let u = flow.on_ack(T::params().current(), &pacing(), &view, &sample);
+    sk.apply(&u);
 }
 
 unsafe extern "C" fn set_state<T: KernelCc>(sk: *mut bindings::sock, new_state: u8) {
-    // SAFETY: between init and release; `tcp_sk` of a valid socket.
-    unsafe {
-        let tp = bindings::tcp_sk(sk);
-        let s = priv_of::<T>(sk);
-        let p = T::params().current();
-        let now = (*tp).tcp_mstamp.saturating_mul(1000);
-        match new_state as u32 {
-            bindings::tcp_ca_state_TCP_CA_Loss => s.algo.on_event(p, Event::Rto, now),
-            bindings::tcp_ca_state_TCP_CA_Recovery => s.algo.on_event(p, Event::Loss { bytes: mss(tp) }, now),
-            _ => return,
-        }
-        apply::<T>(sk, &s.algo, pacing_pct::<T>());
+    // SAFETY: between init and release, valid socket.
+    let mut sk = unsafe { Sk::new(sk) };
+    let view = sk.view();
+    // SAFETY: between init and release.
+    let flow = unsafe { sk.flow::<T::Algo>() };
+    if let Some(u) = flow.on_set_state(T::params().current(), &pacing(), &view, new_state) {
+        sk.apply(&u);
     }
 }
 
 unsafe extern "C" fn cwnd_event<T: KernelCc>(sk: *mut bindings::sock, ev: bindings::tcp_ca_event) {
+    // SAFETY: between init and release, valid socket.
+    let mut sk = unsafe { Sk::new(sk) };
+    let (view, rcv_nxt, pending) = (sk.view(), sk.rcv_nxt(), sk.delayed_ack_pending());
     // SAFETY: between init and release.
-    unsafe {
-        let s = priv_of::<T>(sk);
-        match ev {
-            bindings::tcp_ca_event_CA_EVENT_TX_START | bindings::tcp_ca_event_CA_EVENT_CWND_RESTART => {
-                let tp = bindings::tcp_sk(sk);
-                let now = (*tp).tcp_mstamp.saturating_mul(1000);
-                s.algo.on_event(T::params().current(), Event::IdleRestart, now);
-            }
-            _ => s.extra.cwnd_event(sk, ev),
+    let flow = unsafe { sk.flow::<T::Algo>() };
+    if T::NEEDS_ECN {
+        if let Some(e) = flow.on_ce_event(ev as u32, rcv_nxt, pending) {
+            sk.ce_echo(&e);
+            return;
         }
+    }
+    if let Some(u) = flow.on_cwnd_event(T::params().current(), &pacing(), &view, ev as u32) {
+        sk.apply(&u);
     }
 }
 
 unsafe extern "C" fn ssthresh<T: KernelCc>(sk: *mut bindings::sock) -> u32 {
-    // Called when the stack enters CWR (ECE), Recovery or Loss. The window
-    // itself is ours (`cong_control`); report the algorithm's threshold so
-    // `tcp_in_slow_start()` agrees with it.
+    // SAFETY: between init and release, valid socket.
+    let mut sk = unsafe { Sk::new(sk) };
+    let view = sk.view();
     // SAFETY: between init and release.
-    unsafe {
-        let tp = bindings::tcp_sk(sk);
-        let s = priv_of::<T>(sk);
-        let th = s.algo.ssthresh();
-        if th == u32::MAX || th == 0 {
-            core::cmp::max(bindings::tcp_snd_cwnd(tp), 2)
-        } else {
-            core::cmp::max(th / mss(tp), 2)
-        }
-    }
+    unsafe { sk.flow::<T::Algo>() }.ssthresh_pkts(&view)
 }
 
 unsafe extern "C" fn undo_cwnd<T: KernelCc>(sk: *mut bindings::sock) -> u32 {
+    // SAFETY: between init and release, valid socket.
+    let mut sk = unsafe { Sk::new(sk) };
+    let view = sk.view();
     // SAFETY: between init and release.
-    unsafe {
-        let tp = bindings::tcp_sk(sk);
-        let s = priv_of::<T>(sk);
-        s.algo.undo();
-        core::cmp::max(s.algo.cwnd() / mss(tp), 1)
-    }
+    unsafe { sk.flow::<T::Algo>() }.undo_cwnd_pkts(&view)
 }
 
 /// One sysctl file per tunable, then `net_*` files that re-derive every
-/// tunable from the papers' defaults for a new network description, then
-/// `window_pacing_pct`.
-const NET_KNOBS: [&str; 5] = ["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu", "window_pacing_pct"];
-const PACING_KNOB: usize = 4;
-
-/// Kernel-side owner of the registered ops and sysctl table.
-pub struct Registration<T: KernelCc> {
-    ops: Pin<KBox<bindings::tcp_congestion_ops>>,
-    _table: KVec<bindings::ctl_table>,
-    _names: KVec<[u8; 40]>,
-    header: *mut bindings::ctl_table_header,
-    _t: core::marker::PhantomData<T>,
-}
-
-// SAFETY: the registration only holds kernel objects that are safe to drop
-// from any context that may sleep (module exit).
-unsafe impl<T: KernelCc> Send for Registration<T> {}
-// SAFETY: no interior mutability is exposed.
-unsafe impl<T: KernelCc> Sync for Registration<T> {}
+/// tunable from the papers' defaults for a new network description, then the
+/// two window-pacing ratios.
+const NET_KNOBS: [&str; 6] =
+    ["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu", "window_pacing_pct", "window_pacing_ss_pct"];
+const PACING_CA_KNOB: usize = 4;
+const PACING_SS_KNOB: usize = 5;
 
 /// The network the tunables were last derived from (for the `net_*` files).
 static NET: [AtomicUsize; 4] = [
@@ -409,6 +346,65 @@ static NET: [AtomicUsize; 4] = [
     AtomicUsize::new(10_000),
     AtomicUsize::new(1500),
 ];
+
+fn einval() -> c_int {
+    -(bindings::EINVAL as c_int)
+}
+
+/// Current value of sysctl entry `idx`.
+fn knob_value<T: KernelCc>(idx: usize) -> Option<u64> {
+    let names = <T::Params as Tunables>::TUNABLES;
+    if let Some(name) = names.get(idx) {
+        return T::params().current().get(name);
+    }
+    match idx - names.len() {
+        PACING_CA_KNOB => Some(PACING_CA_PCT.load(Ordering::Relaxed) as u64),
+        PACING_SS_KNOB => Some(PACING_SS_PCT.load(Ordering::Relaxed) as u64),
+        n => NET.get(n).map(|a| a.load(Ordering::Relaxed) as u64),
+    }
+}
+
+/// Writes sysctl entry `idx`: validated as a whole, all or nothing.
+fn knob_write<T: KernelCc>(idx: usize, v: u64) -> c_int {
+    let names = <T::Params as Tunables>::TUNABLES;
+    if let Some(name) = names.get(idx) {
+        return T::params().update(|p| p.set(name, v).map_err(|_| einval()));
+    }
+    let n = idx - names.len();
+    match n {
+        PACING_CA_KNOB | PACING_SS_KNOB => {
+            let Ok(pct) = linux::validate_pacing_pct("window_pacing_pct", v) else { return einval() };
+            let slot = if n == PACING_CA_KNOB { &PACING_CA_PCT } else { &PACING_SS_PCT };
+            slot.store(pct as usize, Ordering::Relaxed);
+            0
+        }
+        _ => {
+            let mut net = [0u64; 4];
+            for (i, a) in NET.iter().enumerate() {
+                net[i] = a.load(Ordering::Relaxed) as u64;
+            }
+            let Some(slot) = net.get_mut(n) else { return einval() };
+            *slot = v;
+            let cfg = NetConfig {
+                link_rate_bps: net[0].saturating_mul(1_000_000),
+                intra_rtt_ns: net[1].saturating_mul(1000).min(u32::MAX as u64) as u32,
+                inter_rtt_ns: net[2].saturating_mul(1000).min(u32::MAX as u64) as u32,
+                mtu: net[3].min(u32::MAX as u64) as u32,
+            };
+            if cfg.validate().is_err() {
+                return einval();
+            }
+            let r = T::params().update(|p| {
+                *p = <T::Params as Tunables>::from_net(&cfg);
+                Ok(())
+            });
+            if let (0, Some(a)) = (r, NET.get(n)) {
+                a.store(v as usize, Ordering::Relaxed);
+            }
+            r
+        }
+    }
+}
 
 unsafe extern "C" fn sysctl_handler<T: KernelCc>(
     table: *const bindings::ctl_table,
@@ -419,18 +415,7 @@ unsafe extern "C" fn sysctl_handler<T: KernelCc>(
 ) -> c_int {
     // SAFETY: `table` is one of our entries; `extra1` holds its index.
     let idx = unsafe { (*table).extra1 as usize };
-    let names = <T::Params as Tunables>::TUNABLES;
-    let net_idx = idx.checked_sub(names.len());
-    let name = names.get(idx).copied();
-    let current: u64 = match (name, net_idx) {
-        (Some(name), _) => T::params().current().get(name).unwrap_or(0),
-        (None, Some(PACING_KNOB)) => PACING_PCT.load(Ordering::Relaxed) as u64,
-        (None, Some(n)) => match NET.get(n) {
-            Some(a) => a.load(Ordering::Relaxed) as u64,
-            None => return -(bindings::EINVAL as c_int),
-        },
-        (None, None) => return -(bindings::EINVAL as c_int),
-    };
+    let Some(current) = knob_value::<T>(idx) else { return einval() };
     let mut val: c_ulong = current as c_ulong;
     let mut tmp = bindings::ctl_table {
         // SAFETY: copying the procname pointer of a valid table entry.
@@ -446,71 +431,25 @@ unsafe extern "C" fn sysctl_handler<T: KernelCc>(
     if r != 0 || write == 0 {
         return r;
     }
-    let v = val as u64;
-    match (name, net_idx) {
-        (Some(name), _) => T::params().update(|p| p.set(name, v).map_err(|_| -(bindings::EINVAL as c_int))),
-        (None, None) => -(bindings::EINVAL as c_int),
-        (None, Some(PACING_KNOB)) => {
-            if v > 1000 {
-                return -(bindings::EINVAL as c_int);
-            }
-            PACING_PCT.store(v as usize, Ordering::Relaxed);
-            0
-        }
-        (None, Some(n)) => {
-            let mut net = [0u64; 4];
-            for (i, a) in NET.iter().enumerate() {
-                net[i] = a.load(Ordering::Relaxed) as u64;
-            }
-            if let Some(slot) = net.get_mut(n) {
-                *slot = v;
-            }
-            let cfg = NetConfig {
-                link_rate_bps: net[0].saturating_mul(1_000_000),
-                intra_rtt_ns: net[1].saturating_mul(1000).min(u32::MAX as u64) as u32,
-                inter_rtt_ns: net[2].saturating_mul(1000).min(u32::MAX as u64) as u32,
-                mtu: net[3].min(u32::MAX as u64) as u32,
-            };
-            if cfg.validate().is_err() {
-                return -(bindings::EINVAL as c_int);
-            }
-            let r = T::params().update(|p| {
-                *p = <T::Params as Tunables>::from_net(&cfg);
-                Ok(())
-            });
-            if let (0, Some(a)) = (r, NET.get(n)) {
-                a.store(v as usize, Ordering::Relaxed);
-            }
-            r
-        }
-    }
+    knob_write::<T>(idx, val as u64)
 }
 
-impl<T: KernelCc> Registration<T> {
-    pub fn new(module: &'static ThisModule) -> Result<Self> {
-        const { check_priv_size::<T>() };
-        let mut ops = bindings::tcp_congestion_ops::default();
-        let name = T::NAME.as_bytes();
-        if name.len() >= ops.name.len() {
-            return Err(EINVAL);
-        }
-        for (d, s) in ops.name.iter_mut().zip(name) {
-            *d = *s as _;
-        }
-        ops.owner = module.as_ptr();
-        ops.flags = bindings::TCP_CONG_NON_RESTRICTED
-            | if <T::Extra as ExtraState>::NEEDS_ECN { bindings::TCP_CONG_NEEDS_ECN } else { 0 };
-        ops.init = Some(init::<T>);
-        ops.release = Some(release::<T>);
-        ops.cong_control = Some(cong_control::<T>);
-        ops.in_ack_event = Some(in_ack_event::<T>);
-        ops.set_state = Some(set_state::<T>);
-        ops.cwnd_event = Some(cwnd_event::<T>);
-        ops.ssthresh = Some(ssthresh::<T>);
-        ops.undo_cwnd = Some(undo_cwnd::<T>);
-        let mut ops = KBox::pin(ops, GFP_KERNEL)?;
+/// The module's sysctl table under `/proc/sys/<SYSCTL_DIR>/`: one file per
+/// tunable, the `net_*` files and the pacing ratios. Unregistered on drop.
+pub struct Sysctls<T: KernelCc> {
+    _table: KVec<bindings::ctl_table>,
+    _names: KVec<[u8; 40]>,
+    header: *mut bindings::ctl_table_header,
+    _t: core::marker::PhantomData<T>,
+}
 
-        // Sysctl table: one entry per tunable, then the net_* entries.
+// SAFETY: only kernel objects that may be dropped from module exit.
+unsafe impl<T: KernelCc> Send for Sysctls<T> {}
+// SAFETY: no interior mutability is exposed.
+unsafe impl<T: KernelCc> Sync for Sysctls<T> {}
+
+impl<T: KernelCc> Sysctls<T> {
+    pub fn register() -> Result<Self> {
         let names = <T::Params as Tunables>::TUNABLES;
         let n = names.len() + NET_KNOBS.len();
         let mut cnames = KVec::with_capacity(n, GFP_KERNEL)?;
@@ -538,43 +477,79 @@ impl<T: KernelCc> Registration<T> {
                 GFP_KERNEL,
             )?;
         }
-        // SAFETY: `table` and the names it points to live in this
-        // registration until `Drop` unregisters the table.
+        // SAFETY: `table` and the names it points to live in this value
+        // until `Drop` unregisters the table.
         let header = unsafe { bindings::register_sysctl_sz(T::SYSCTL_DIR.as_char_ptr(), table.as_mut_ptr(), table.len()) };
         if header.is_null() {
             return Err(ENOMEM);
         }
+        Ok(Self { _table: table, _names: cnames, header, _t: core::marker::PhantomData })
+    }
+}
 
+impl<T: KernelCc> Drop for Sysctls<T> {
+    fn drop(&mut self) {
+        // SAFETY: registered in `register`.
+        unsafe { bindings::unregister_sysctl_table(self.header) };
+    }
+}
+
+/// Owns the registered `tcp_congestion_ops`; unregisters them on drop.
+pub struct Registration<T: KernelCc> {
+    ops: Pin<KBox<bindings::tcp_congestion_ops>>,
+    _t: core::marker::PhantomData<T>,
+}
+
+// SAFETY: the ops are only handed to the kernel, which synchronizes access.
+unsafe impl<T: KernelCc> Send for Registration<T> {}
+// SAFETY: no interior mutability is exposed.
+unsafe impl<T: KernelCc> Sync for Registration<T> {}
+
+impl<T: KernelCc> Registration<T> {
+    pub fn new(module: &'static ThisModule) -> Result<Self> {
+        let mut ops = bindings::tcp_congestion_ops::default();
+        let name = T::NAME.as_bytes();
+        if name.len() >= ops.name.len() {
+            return Err(EINVAL);
+        }
+        for (d, s) in ops.name.iter_mut().zip(name) {
+            *d = *s as _;
+        }
+        ops.owner = module.as_ptr();
+        ops.flags = bindings::TCP_CONG_NON_RESTRICTED | if T::NEEDS_ECN { bindings::TCP_CONG_NEEDS_ECN } else { 0 };
+        ops.init = Some(init::<T>);
+        ops.release = Some(release::<T>);
+        ops.cong_control = Some(cong_control::<T>);
+        ops.set_state = Some(set_state::<T>);
+        ops.cwnd_event = Some(cwnd_event::<T>);
+        ops.ssthresh = Some(ssthresh::<T>);
+        ops.undo_cwnd = Some(undo_cwnd::<T>);
+        let mut ops = KBox::pin(ops, GFP_KERNEL)?;
         // SAFETY: `ops` is pinned and outlives the registration (unregistered
         // in `Drop` before it is freed).
         let r = unsafe { bindings::tcp_register_congestion_control(ops.as_mut().get_unchecked_mut()) };
         if r != 0 {
-            // SAFETY: registered just above.
-            unsafe { bindings::unregister_sysctl_table(header) };
             return Err(Error::from_errno(r));
         }
-        Ok(Self { ops, _table: table, _names: cnames, header, _t: core::marker::PhantomData })
+        Ok(Self { ops, _t: core::marker::PhantomData })
     }
 }
 
 impl<T: KernelCc> Drop for Registration<T> {
     fn drop(&mut self) {
-        // SAFETY: both were registered in `new`; no socket can use the CC
-        // any more (module refcount), so the ops can go.
-        unsafe {
-            bindings::tcp_unregister_congestion_control(self.ops.as_mut().get_unchecked_mut());
-            bindings::unregister_sysctl_table(self.header);
-        }
+        // SAFETY: registered in `new`; no socket can use the CC any more
+        // (module refcount), so the ops can go.
+        unsafe { bindings::tcp_unregister_congestion_control(self.ops.as_mut().get_unchecked_mut()) };
     }
 }
 
 /// Declares one xdcc congestion-control module: its tunables (module
 /// defaults: 10 Gbit/s, 100 µs intra-DC and 10 ms inter-DC base RTTs, 1500-byte
-/// MTU; the `net_*` sysctls re-derive them), its [`KernelCc`] and its
-/// [`Registration`].
+/// MTU; the `net_*` sysctls re-derive them), its [`KernelCc`], its sysctls and
+/// its [`Registration`].
 macro_rules! xdcc_cc_module {
     (name: $name:tt, module: $module:ident, algo: $algo:ident :: $state:ident,
-     extra: $extra:ty, description: $desc:tt $(,)?) => {
+     needs_ecn: $ecn:expr, description: $desc:tt $(,)?) => {
         kernel::prelude::module! {
             type: $module,
             name: $name,
@@ -596,7 +571,7 @@ macro_rules! xdcc_cc_module {
         impl glue::KernelCc for Cc {
             type Algo = algo::$algo::$state;
             type Params = algo::$algo::Params;
-            type Extra = $extra;
+            const NEEDS_ECN: bool = $ecn;
             const NAME: &'static kernel::str::CStr = kernel::c_str!(stringify!($algo));
             const SYSCTL_DIR: &'static kernel::str::CStr = kernel::c_str!(concat!("net/xdcc/", stringify!($algo)));
             fn params() -> &'static glue::ParamCell<Self::Params> {
@@ -605,14 +580,17 @@ macro_rules! xdcc_cc_module {
         }
 
         struct $module {
+            // Dropped in order: the CC goes before its tunables.
             _reg: glue::Registration<Cc>,
+            _sysctls: glue::Sysctls<Cc>,
         }
 
         impl kernel::Module for $module {
             fn init(module: &'static kernel::ThisModule) -> kernel::error::Result<Self> {
+                let sysctls = glue::Sysctls::<Cc>::register()?;
                 let reg = glue::Registration::<Cc>::new(module)?;
                 kernel::pr_info!(concat!("registered congestion control \"", stringify!($algo), "\"\n"));
-                Ok(Self { _reg: reg })
+                Ok(Self { _reg: reg, _sysctls: sysctls })
             }
         }
     };

@@ -19,6 +19,6 @@ xdcc_cc_module! {
     name: "tcp_gemini",
     module: TcpGemini,
     algo: gemini::Gemini,
-    extra: glue::EcnReceiver,
+    needs_ecn: true,
     description: "Gemini (ToN) congestion control (xdcc)",
 }

@@ -19,6 +19,6 @@ xdcc_cc_module! {
     name: "tcp_oscar",
     module: TcpOscar,
     algo: oscar::Oscar,
-    extra: (),
+    needs_ecn: false,
     description: "OSCAR (NSDI'26) congestion control (xdcc)",
 }

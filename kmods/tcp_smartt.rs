@@ -19,6 +19,6 @@ xdcc_cc_module! {
     name: "tcp_smartt",
     module: TcpSmartt,
     algo: smartt::Smartt,
-    extra: glue::EcnReceiver,
+    needs_ecn: true,
     description: "SMaRTT / UEC NSCC congestion control (xdcc)",
 }

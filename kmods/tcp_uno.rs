@@ -19,6 +19,6 @@ xdcc_cc_module! {
     name: "tcp_uno",
     module: TcpUno,
     algo: uno::Uno,
-    extra: glue::EcnReceiver,
+    needs_ecn: true,
     description: "UnoCC (Uno, SC'25) congestion control (xdcc)",
 }

@@ -304,7 +304,7 @@ cli() {
     (cd "$root" && cargo run -q --release -p xdcc-algo --example tunables -- 1000 200 10000 1500) |
         awk '/^`\/proc\/sys\/net\/xdcc\//{cc=$0; gsub(/.*xdcc\/|\/`.*/,"",cc)} /^\| `/{gsub(/[`| ]+/," "); split($0,f," "); if (cc=="uno") print f[1], f[2]}' |
         while read -r k v; do echo "$v" >"$sys/net/xdcc/uno/$k"; done
-    for k in net_link_rate_mbps:1000 net_intra_rtt_us:200 net_inter_rtt_us:10000 net_mtu:1500 window_pacing_pct:100; do
+    for k in net_link_rate_mbps:1000 net_intra_rtt_us:200 net_inter_rtt_us:10000 net_mtu:1500 window_pacing_pct:100 window_pacing_ss_pct:200; do
         echo "${k#*:}" >"$sys/net/xdcc/uno/${k%%:*}"
     done
     export XDCC_SYSCTL_ROOT=$sys

@@ -80,8 +80,8 @@ pub const fn mul_div(a: u64, b: u64, c: u64) -> u64 {
 /// neither the kernel nor BPF has 128-bit division, so drop the same low bits
 /// from the exact product and the divisor until the product fits 64 bits
 /// (relative error < 2^-(bits left in `c`)).
-#[cold]
-#[inline(never)]
+#[cfg_attr(not(xdcc_bpf), inline(never))]
+#[cfg_attr(xdcc_bpf, inline(always))]
 const fn mul_div_wide(a: u64, b: u64, c: u64) -> u64 {
     let prod = Wide::mul_u64(a, b);
     let s = prod.bit_len().saturating_sub(64);

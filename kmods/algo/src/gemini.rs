@@ -33,6 +33,8 @@ use super::window::Window;
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
 
 /// Gemini tunables. Fractions are Q16 (`ONE` = 1.0).
+/// `repr(C)`: the BPF backend shares this layout with userspace through a map.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Params {
     /// Bottleneck capacity C in bytes/s (a configured constant, §III-B).
@@ -133,8 +135,8 @@ pub struct Gemini {
 assert_fits_ca_priv!(Gemini);
 
 impl Gemini {
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
     fn refresh_flow_constants(&mut self, p: &Params) {
         self.f_q16 = p.scale_factor_q16(self.base_rtt_ns);
         self.ai_per_rtt_q16 = mul_sat(p.h_q16(self.base_rtt_ns) as u64, p.mss as u64);
@@ -142,8 +144,8 @@ impl Gemini {
 
     /// The complete ACK processing (Algorithm 1); [`CongestionControl::on_ack`]
     /// takes a shortcut for the common case and comes here otherwise.
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
     pub fn on_ack_full(&mut self, p: &Params, s: &AckSample) {
         let now = s.now_ns;
         // update_transport_state(α, rtt_base, rtt_min)
@@ -202,8 +204,9 @@ impl Gemini {
         self.ai_per_rtt_q16
     }
 
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+
+    #[cfg_attr(xdcc_bpf, inline(always))]
     fn end_round(&mut self, p: &Params, now: u64) {
         let frac = core::cmp::min(
             ratio_q16(self.round_marked as u64, core::cmp::max(self.round_acked, 1) as u64),

@@ -25,6 +25,10 @@
 #![forbid(unsafe_code)]
 #![deny(clippy::float_arithmetic)]
 
+// Slow paths are `#[inline(never)]` so that the per-ACK fast paths stay
+// small, except in the BPF build (`--cfg xdcc_bpf`, kmods/bpf/build.sh),
+// where everything must be inlined into the struct_ops programs.
+//
 // The algorithm files refer to their siblings with `super::` (not `crate::`)
 // and use these macros by textual scope, so that the kernel modules can
 // include this crate as a module (`#[path = "algo/src/lib.rs"] mod algo;`).

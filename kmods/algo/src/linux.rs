@@ -152,11 +152,13 @@ impl Pacing {
 
 /// Receiver side of the DCTCP-style CE echo: what the backend must do when
 /// the CE state of arriving data changes.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CeEcho {
-    /// A delayed ACK is pending for data of the old CE state: send it now,
-    /// acknowledging up to this `rcv_nxt`, with ECE = `flush_ce`.
-    pub flush_ack_seq: Option<u32>,
+    /// If `flush`: a delayed ACK is pending for data of the old CE state;
+    /// send it now, acknowledging up to `flush_ack_seq`, with ECE = `flush_ce`.
+    pub flush_ack_seq: u32,
+    pub flush: bool,
     pub flush_ce: bool,
     /// Force the next ACK to go out immediately (`ICSK_ACK_NOW`).
     pub ack_now: bool,
@@ -283,7 +285,8 @@ impl<A: CongestionControl> Flow<A> {
         let mut out = CeEcho { demand_cwr: ce != 0, ..CeEcho::default() };
         if self.link.ce_state != ce {
             if delayed_ack_pending {
-                out.flush_ack_seq = Some(self.link.prior_rcv_nxt);
+                out.flush = true;
+                out.flush_ack_seq = self.link.prior_rcv_nxt;
                 out.flush_ce = self.link.ce_state != 0;
             }
             out.ack_now = true;

@@ -59,6 +59,8 @@ use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
 pub const MIN_SAMPLES: u32 = 3;
 
 /// OSCAR tunables (its four parameters plus the link description).
+/// `repr(C)`: the BPF backend shares this layout with userspace through a map.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Params {
     /// μ, the bottleneck line rate in bytes/s.
@@ -132,6 +134,19 @@ pub struct Estimate {
     pub rate_bytes_per_sec: u64,
 }
 
+/// One packet's feedback for the estimator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// Send time, ns.
+    pub send_ns: u64,
+    /// Its delay (RTT), ns.
+    pub delay_ns: u32,
+    /// Bytes in flight when it was sent.
+    pub inflight: u32,
+    /// Bytes it acknowledged.
+    pub acked: u32,
+}
+
 /// Batched least squares (Algorithm 1) with constant state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Estimator {
@@ -180,37 +195,39 @@ impl Estimator {
     /// at this sample's send time. A batch spanning more than `4·tau_ns` is
     /// stale (idle, stall) and is discarded.
     #[inline]
-    pub fn add(&mut self, send_ns: u64, delay_ns: u32, inflight: u32, acked: u32, tau_ns: u64) -> Option<Estimate> {
-        let x = send_ns.wrapping_sub(self.start_ns);
+    pub fn add(&mut self, s: &Sample, tau_ns: u64) -> Option<Estimate> {
+        let x = s.send_ns.wrapping_sub(self.start_ns);
         // Common case: inside a started batch (n > 0), in order, not ending it.
-        if self.n != 0 && send_ns >= self.start_ns && x < tau_ns {
-            self.accumulate(x, delay_ns, inflight, acked);
+        if self.n != 0 && s.send_ns >= self.start_ns && x < tau_ns {
+            self.accumulate(x, s);
             return None;
         }
-        self.add_slow(send_ns, delay_ns, inflight, acked, tau_ns)
+        self.add_slow(s, tau_ns)
     }
 
     #[inline]
-    fn accumulate(&mut self, x: u64, delay_ns: u32, inflight: u32, acked: u32) {
+    fn accumulate(&mut self, x: u64, s: &Sample) {
         // x ≤ 4τ here, so x >> shift < 2^22 (see `shift`): the products below
         // cannot overflow and the sums only with absurd sample counts, so
         // wrapping adds are exact in practice and never panic.
         // (If τ grew since the batch started, x may exceed 4τ_old: the
         // saturating products keep that harmless.)
         let xs = x.wrapping_shr(self.shift as u32);
-        let y = delay_ns as i64 - self.y0_ns as i64;
+        let y = s.delay_ns as i64 - self.y0_ns as i64;
         self.sum_x = self.sum_x.wrapping_add(xs);
         self.sum_xx = self.sum_xx.wrapping_add(mul_sat(xs, xs));
         self.sum_y = self.sum_y.wrapping_add(y);
         self.sum_xy = self.sum_xy.saturating_add(mul_sat_i64(xs.min(i64::MAX as u64) as i64, y));
-        self.sum_infl = self.sum_infl.wrapping_add(inflight as u64);
-        self.sum_acked = self.sum_acked.saturating_add(acked);
+        self.sum_infl = self.sum_infl.wrapping_add(s.inflight as u64);
+        self.sum_acked = self.sum_acked.saturating_add(s.acked);
         self.n = self.n.wrapping_add(1);
     }
 
-    #[cold]
-    #[inline(never)]
-    fn add_slow(&mut self, send_ns: u64, delay_ns: u32, inflight: u32, acked: u32, tau_ns: u64) -> Option<Estimate> {
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+
+    #[cfg_attr(xdcc_bpf, inline(always))]
+    fn add_slow(&mut self, s: &Sample, tau_ns: u64) -> Option<Estimate> {
+        let send_ns = s.send_ns;
         if !self.started {
             self.restart(send_ns, tau_ns);
         }
@@ -221,9 +238,9 @@ impl Estimator {
             x = 0;
         }
         if self.n == 0 {
-            self.y0_ns = delay_ns;
+            self.y0_ns = s.delay_ns;
         }
-        self.accumulate(x, delay_ns, inflight, acked);
+        self.accumulate(x, s);
         if x >= tau_ns && self.n >= MIN_SAMPLES {
             let e = self.estimate(x);
             self.restart(send_ns, tau_ns);
@@ -235,8 +252,8 @@ impl Estimator {
 
     /// Evaluates the batch (needs ≥ 3 samples and a non-degenerate spread of
     /// send times; `span_ns` is the batch duration).
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
     pub fn estimate(&self, span_ns: u64) -> Option<Estimate> {
         if self.n < MIN_SAMPLES || span_ns == 0 {
             return None;
@@ -254,7 +271,7 @@ impl Estimator {
         Some(Estimate {
             delay_ns: delay.clamp(0, u32::MAX as i64) as u32,
             gradient_q16: gradient,
-            inflight_bytes: sat_u32(self.sum_infl / self.n as u64),
+            inflight_bytes: sat_u32(self.sum_infl / core::cmp::max(self.n, 1) as u64), // n ≥ 3 here
             rate_bytes_per_sec: mul_div(self.sum_acked as u64, NSEC_PER_SEC, span_ns),
         })
     }
@@ -294,8 +311,9 @@ impl Oscar {
         (self.base_rtt_ns as u64).saturating_add(p.target_qdelay_ns as u64)
     }
 
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+
+    #[cfg_attr(xdcc_bpf, inline(always))]
     fn set_outputs(&mut self, p: &Params) {
         // (max/min, not `clamp`: `clamp` panics if the bounds were inverted.)
         self.u_q16 = core::cmp::max(core::cmp::min(self.u_q16, p.u_max_q16), p.u_min_q16);
@@ -309,8 +327,8 @@ impl Oscar {
     }
 
     /// Algorithm 2, lines 4–13, on one estimate.
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
     fn control(&mut self, p: &Params, e: &Estimate) {
         let base = self.base_rtt_ns as u64;
         let eps = core::cmp::max(mul_q16(base, p.eps_q16), 1_000);
@@ -369,7 +387,8 @@ impl CongestionControl for Oscar {
         if s.inflight_at_send == 0 {
             return; // unknown in-flight-at-send: the ⟨delay, window⟩ loop cannot use it
         }
-        if let Some(e) = self.est.add(send, s.rtt_ns, s.inflight_at_send, s.acked_bytes, tau) {
+        let sample = Sample { send_ns: send, delay_ns: s.rtt_ns, inflight: s.inflight_at_send, acked: s.acked_bytes };
+        if let Some(e) = self.est.add(&sample, tau) {
             if !s.app_limited || e.delay_ns as u64 > self.base_rtt_ns as u64 {
                 self.control(p, &e);
             }

@@ -45,6 +45,8 @@ use super::window::Window;
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
 
 /// SMaRTT tunables. Fractions are Q16 (`ONE` = 1.0).
+/// `repr(C)`: the BPF backend shares this layout with userspace through a map.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Params {
     /// Line rate in bytes/s (BDP = rate × base RTT).
@@ -127,6 +129,15 @@ impl Params {
     }
 }
 
+/// What QuickAdapt looks at on one ACK (or loss).
+#[derive(Clone, Copy)]
+struct QaInput {
+    now: u64,
+    rtt: u32,
+    inflight: u32,
+    app_limited: bool,
+}
+
 /// Per-flow SMaRTT state (fits `ICSK_CA_PRIV_SIZE`; the paper's hardware
 /// version needs 19 bytes, ours keeps wider counters and cached constants).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,8 +171,8 @@ pub struct Smartt {
 assert_fits_ca_priv!(Smartt);
 
 impl Smartt {
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
     fn refresh_flow_constants(&mut self, p: &Params) {
         let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt(p));
         self.max_wnd = sat_u32(core::cmp::max(mul_q16(bdp, p.max_wnd_bdp_q16), p.mtu as u64));
@@ -201,7 +212,8 @@ impl Smartt {
     }
 
     /// Algorithm 2. Returns whether the window was adapted.
-    fn quick_adapt(&mut self, p: &Params, now: u64, rtt: u32, inflight: u32, app_limited: bool) -> bool {
+    fn quick_adapt(&mut self, p: &Params, q: &QaInput) -> bool {
+        let QaInput { now, rtt, inflight, app_limited } = *q;
         let mut adapted = false;
         if now >= self.qa_end_ns {
             // Without trimming: arm QA on high delay and few acked bytes.
@@ -281,8 +293,8 @@ impl Smartt {
     }
 
     /// A trimmed packet in the paper; a detected loss or RTO here.
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
     fn on_trim(&mut self, p: &Params, now: u64, bytes: u32) {
         if self.bytes_ignored < self.bytes_to_ignore {
             return; // still in QuickAdapt's ignore phase
@@ -293,7 +305,7 @@ impl Smartt {
         self.trigger_qa = true;
         // The in-flight bytes are unknown here; the window bounds them.
         let inflight = self.w.bytes();
-        self.quick_adapt(p, now, 0, inflight, true);
+        self.quick_adapt(p, &QaInput { now, rtt: 0, inflight, app_limited: true });
     }
 }
 
@@ -349,7 +361,7 @@ impl CongestionControl for Smartt {
         self.repath = false;
 
         if self.bytes_ignored >= self.bytes_to_ignore
-            && !self.quick_adapt(p, now, rtt, s.inflight, s.app_limited)
+            && !self.quick_adapt(p, &QaInput { now, rtt, inflight: s.inflight, app_limited: s.app_limited })
             && !self.fast_increase(p, rtt, marked, acked)
         {
             self.core_cases(p, now, rtt, marked, acked);

@@ -58,6 +58,8 @@ use super::window::Window;
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
 
 /// UnoCC tunables. Fractions are Q16 (`ONE` = 1.0) unless the name says ppm.
+/// `repr(C)`: the BPF backend shares this layout with userspace through a map.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Params {
     /// Line rate in bytes/s; the flow's BDP is `rate × base RTT`.
@@ -172,8 +174,8 @@ pub struct Uno {
 assert_fits_ca_priv!(Uno);
 
 impl Uno {
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
     fn refresh_flow_constants(&mut self, p: &Params) {
         let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt(p));
         // α = ppm × BDP, in Q16 bytes.
@@ -202,8 +204,8 @@ impl Uno {
     }
 
     /// ONEPOCH: called when an epoch ends.
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
     fn on_epoch(&mut self, p: &Params, now: u64) {
         let frac = ratio_q16(self.epoch_marked as u64, core::cmp::max(self.epoch_acked, 1) as u64);
         let frac = core::cmp::min(frac, ONE);
@@ -226,8 +228,8 @@ impl Uno {
     }
 
     /// ONQA: called when a QA measurement period ends.
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
     fn on_qa(&mut self, p: &Params, now: u64, app_limited: bool) {
         // Compare with the window the period started with: an increase made
         // during the period (even by this very ACK) could not yet be used.
@@ -255,8 +257,8 @@ impl Uno {
 
     /// The complete ACK processing; [`CongestionControl::on_ack`] takes a
     /// shortcut for the common case and comes here for everything else.
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
     pub fn on_ack_full(&mut self, p: &Params, s: &AckSample) {
         let now = s.now_ns;
         if s.rtt_ns != 0 {

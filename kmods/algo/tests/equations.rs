@@ -1,7 +1,7 @@
 //! The papers' equations, checked on the exact integer code.
 
 use xdcc_algo::fixed::ONE;
-use xdcc_algo::oscar::{Estimator, MIN_SAMPLES};
+use xdcc_algo::oscar::{Estimator, Sample, MIN_SAMPLES};
 use xdcc_algo::{gemini, oscar, smartt, uno, AckSample, CongestionControl, Event, FlowInit, NetConfig};
 
 const NET_1G: NetConfig = NetConfig::GEMINI_TESTBED;
@@ -222,7 +222,7 @@ fn oscar_estimator_returns_exact_slope_and_mean_on_linear_delay() {
         let x = i * 1_000;
         let delay = 100_000 + x / 2;
         n += 1;
-        if let Some(est) = e.add(t0 + x, delay as u32, 10_000, 1500, tau) {
+        if let Some(est) = e.add(&Sample { send_ns: t0 + x, delay_ns: delay as u32, inflight: 10_000, acked: 1500 }, tau) {
             got = Some(est);
             break;
         }
@@ -245,7 +245,7 @@ fn oscar_estimator_negative_and_steep_slopes() {
         for i in 0..=100i64 {
             let x = i * 500;
             let d = 1_000_000 + x * num / den;
-            if let Some(est) = e.add(T0 + x as u64, d as u32, 0, 1500, 50_000) {
+            if let Some(est) = e.add(&Sample { send_ns: T0 + x as u64, delay_ns: d as u32, inflight: 0, acked: 1500 }, 50_000) {
                 out = Some(est);
                 break;
             }
@@ -260,12 +260,12 @@ fn oscar_estimator_refuses_with_fewer_than_three_samples() {
     assert_eq!(MIN_SAMPLES, 3);
     let mut e = Estimator::default();
     // Two samples spanning more than tau: no estimate yet.
-    assert!(e.add(T0, 100_000, 0, 1500, 10_000).is_none());
-    assert!(e.add(T0 + 20_000, 110_000, 0, 1500, 10_000).is_none());
+    assert!(e.add(&Sample { send_ns: T0, delay_ns: 100_000, inflight: 0, acked: 1500 }, 10_000).is_none());
+    assert!(e.add(&Sample { send_ns: T0 + 20_000, delay_ns: 110_000, inflight: 0, acked: 1500 }, 10_000).is_none());
     assert_eq!(e.samples(), 2);
     assert!(e.estimate(20_000).is_none(), "two samples are refused");
     // The third one completes the batch.
-    assert!(e.add(T0 + 30_000, 115_000, 0, 1500, 10_000).is_some());
+    assert!(e.add(&Sample { send_ns: T0 + 30_000, delay_ns: 115_000, inflight: 0, acked: 1500 }, 10_000).is_some());
     assert_eq!(e.samples(), 0, "a new batch starts");
 }
 

@@ -235,12 +235,12 @@ fn receiver_echoes_ce_changes_immediately() {
     // First CE packet with a delayed ACK pending for unmarked data: flush it
     // without ECE, then ACK now with ECE.
     let e = f.on_ce_event(CA_EVENT_ECN_IS_CE, 5000, true).unwrap();
-    assert_eq!(e, CeEcho { flush_ack_seq: Some(0), flush_ce: false, ack_now: true, demand_cwr: true });
+    assert_eq!(e, CeEcho { flush_ack_seq: 0, flush: true, flush_ce: false, ack_now: true, demand_cwr: true });
     // More CE: no state change, normal ACKing, ECE stays.
     let e = f.on_ce_event(CA_EVENT_ECN_IS_CE, 8000, true).unwrap();
-    assert_eq!(e, CeEcho { flush_ack_seq: None, flush_ce: false, ack_now: false, demand_cwr: true });
+    assert_eq!(e, CeEcho { flush_ack_seq: 0, flush: false, flush_ce: false, ack_now: false, demand_cwr: true });
     // Back to unmarked: flush the pending ACK for the CE data with ECE.
     let e = f.on_ce_event(CA_EVENT_ECN_NO_CE, 9000, true).unwrap();
-    assert_eq!(e, CeEcho { flush_ack_seq: Some(8000), flush_ce: true, ack_now: true, demand_cwr: false });
+    assert_eq!(e, CeEcho { flush_ack_seq: 8000, flush: true, flush_ce: true, ack_now: true, demand_cwr: false });
     assert!(f.on_ce_event(CA_EVENT_TX_START, 0, false).is_none());
 }

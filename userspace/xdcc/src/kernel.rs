@@ -199,7 +199,9 @@ fn module_names() -> String {
 
 /// The extra files every module has besides its `Params` (glue.rs).
 const NET_KNOBS: &[&str] = &["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu"];
-const PACING_KNOB: &str = "window_pacing_pct";
+/// Window pacing ratios of the module (congestion avoidance, slow start),
+/// percent of cwnd/srtt; checked by the adapter's own rule.
+const PACING_KNOBS: &[&str] = &["window_pacing_pct", "window_pacing_ss_pct"];
 
 fn cc_dir(cc: &str) -> Result<PathBuf> {
     let Some((_, m)) = XDCC_CCS.iter().find(|(c, _)| *c == cc) else {
@@ -221,7 +223,7 @@ fn tunable_names(cc: &str) -> Vec<&'static str> {
         _ => Vec::new(),
     };
     v.extend_from_slice(NET_KNOBS);
-    v.push(PACING_KNOB);
+    v.extend_from_slice(PACING_KNOBS);
     v
 }
 
@@ -252,9 +254,9 @@ fn unknown_tunable(cc: &str, name: &str) -> anyhow::Error {
 /// will (`Params::set` validates the whole set; `net_*` build a NetConfig).
 fn check<P: Tunables>(current: &[(String, u64)], name: &str, value: u64) -> Result<()> {
     let get = |n: &str| current.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap_or(0);
-    if name == PACING_KNOB {
+    if PACING_KNOBS.contains(&name) {
         if value > 1000 {
-            bail!("{PACING_KNOB} = {value} is out of range (0..=1000 percent of cwnd/srtt)");
+            bail!("{name} = {value} is out of range (0..=1000 percent of cwnd/srtt)");
         }
         return Ok(());
     }

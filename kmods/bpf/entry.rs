@@ -1,0 +1,162 @@
+//! BPF entry points of the xdcc algorithms: the struct_ops shim (`shim.c`)
+//! calls these with the socket fields it read; all logic is the Linux
+//! adapter (`algo/src/linux.rs`) and the algorithms, the same source the
+//! kernel modules and the simulator build. Compiled for
+//! `bpfel-unknown-none` to LLVM bitcode and inlined into the shim's programs
+//! (`build.sh`): no function here survives as a BPF subprogram.
+//!
+//! Every entry takes at most five arguments (the BPF calling convention).
+#![no_std]
+#![no_main]
+
+#[allow(dead_code)]
+#[path = "../algo/src/lib.rs"]
+mod algo;
+
+use algo::linux::{CeEcho, Flow, Pacing, RateSample, Sock, Update};
+use algo::CongestionControl;
+
+/// The configuration map's value: the algorithm's tunables and the window
+/// pacing ratios, written by `xdcc tunable set` after `Params::validate`.
+#[repr(C)]
+pub struct Config<P> {
+    pub params: P,
+    pub pacing: Pacing,
+}
+
+/// Size of the configuration map's value (`struct xdcc_config` in shim.c).
+pub const CONFIG_BYTES: usize = 256;
+
+macro_rules! entries {
+    ($cc:ident, $algo:ty, $params:ty) => {
+        mod $cc {
+            use super::*;
+            type F = Flow<$algo>;
+            type C = Config<$params>;
+
+            /// # Safety (all entries)
+            /// The shim passes valid, aligned pointers to its stack copies of
+            /// the CA private area and the socket view, and to the config map
+            /// value; nothing is retained after the call.
+            #[export_name = concat!("xdcc_", stringify!($cc), "_init")]
+            pub unsafe extern "C" fn init(flow: *mut F, cfg: *const C, s: *const Sock) {
+                // SAFETY: see above.
+                unsafe { flow.write(F::new(&(*cfg).params, &*s)) }
+            }
+
+            #[export_name = concat!("xdcc_", stringify!($cc), "_cong_control")]
+            pub unsafe extern "C" fn cong_control(
+                flow: *mut F,
+                cfg: *const C,
+                s: *const Sock,
+                rs: *const RateSample,
+                out: *mut Update,
+            ) {
+                // SAFETY: see above.
+                unsafe { *out = (*flow).on_ack(&(*cfg).params, &(*cfg).pacing, &*s, &*rs) }
+            }
+
+            /// Returns 1 when `out` holds a new window.
+            #[export_name = concat!("xdcc_", stringify!($cc), "_set_state")]
+            pub unsafe extern "C" fn set_state(
+                flow: *mut F,
+                cfg: *const C,
+                s: *const Sock,
+                new_state: u32,
+                out: *mut Update,
+            ) -> u32 {
+                // SAFETY: see above.
+                match unsafe { (*flow).on_set_state(&(*cfg).params, &(*cfg).pacing, &*s, new_state as u8) } {
+                    Some(u) => {
+                        // SAFETY: see above.
+                        unsafe { *out = u };
+                        1
+                    }
+                    None => 0,
+                }
+            }
+
+            /// Sender events. Returns 1 when `out` holds a new window.
+            #[export_name = concat!("xdcc_", stringify!($cc), "_cwnd_event")]
+            pub unsafe extern "C" fn cwnd_event(
+                flow: *mut F,
+                cfg: *const C,
+                s: *const Sock,
+                ev: u32,
+                out: *mut Update,
+            ) -> u32 {
+                // SAFETY: see above.
+                match unsafe { (*flow).on_cwnd_event(&(*cfg).params, &(*cfg).pacing, &*s, ev) } {
+                    Some(u) => {
+                        // SAFETY: see above.
+                        unsafe { *out = u };
+                        1
+                    }
+                    None => 0,
+                }
+            }
+
+            /// Receiver CE events. Returns 1 when `out` holds what to do.
+            #[export_name = concat!("xdcc_", stringify!($cc), "_ce_event")]
+            pub unsafe extern "C" fn ce_event(
+                flow: *mut F,
+                ev: u32,
+                rcv_nxt: u32,
+                delayed_ack_pending: u32,
+                out: *mut CeEcho,
+            ) -> u32 {
+                // SAFETY: see above.
+                match unsafe { (*flow).on_ce_event(ev, rcv_nxt, delayed_ack_pending != 0) } {
+                    Some(e) => {
+                        // SAFETY: see above.
+                        unsafe { *out = e };
+                        1
+                    }
+                    None => 0,
+                }
+            }
+
+            #[export_name = concat!("xdcc_", stringify!($cc), "_ssthresh")]
+            pub unsafe extern "C" fn ssthresh(flow: *const F, s: *const Sock) -> u32 {
+                // SAFETY: see above.
+                unsafe { (*flow).ssthresh_pkts(&*s) }
+            }
+
+            #[export_name = concat!("xdcc_", stringify!($cc), "_undo_cwnd")]
+            pub unsafe extern "C" fn undo_cwnd(flow: *mut F, s: *const Sock) -> u32 {
+                // SAFETY: see above.
+                unsafe { (*flow).undo_cwnd_pkts(&*s) }
+            }
+
+            /// Writes the default configuration (the modules' defaults).
+            #[export_name = concat!("xdcc_", stringify!($cc), "_default_config")]
+            pub unsafe extern "C" fn default_config(cfg: *mut C) {
+                let p = <$params>::from_net(&algo::NetConfig {
+                    link_rate_bps: 10_000_000_000,
+                    intra_rtt_ns: 100_000,
+                    inter_rtt_ns: 10_000_000,
+                    mtu: 1500,
+                });
+                // SAFETY: see above.
+                unsafe { cfg.write(C { params: p, pacing: Pacing::DEFAULT }) }
+            }
+
+            const _: () = assert!(core::mem::size_of::<F>() <= algo::ICSK_CA_PRIV_SIZE);
+            const _: () = assert!(core::mem::size_of::<C>() <= CONFIG_BYTES);
+            #[allow(dead_code)]
+            fn _is_cc(_: &$algo) where $algo: CongestionControl {}
+        }
+    };
+}
+
+entries!(uno, algo::uno::Uno, algo::uno::Params);
+entries!(gemini, algo::gemini::Gemini, algo::gemini::Params);
+entries!(oscar, algo::oscar::Oscar, algo::oscar::Params);
+entries!(smartt, algo::smartt::Smartt, algo::smartt::Params);
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // Unreachable: the algorithms never panic (overflow checks are off in
+    // this build; the crate's tests run with them on).
+    loop {}
+}

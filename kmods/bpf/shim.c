@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * BPF struct_ops shim of one xdcc congestion control (XDCC_CC = uno, gemini,
+ * oscar or smartt; registered as "bpf_<cc>"). It only reads kernel fields
+ * into the Linux adapter's plain values (struct xdcc_sock, xdcc_rate_sample)
+ * and writes the results back: the logic is kmods/algo/src/linux.rs and the
+ * algorithm file, compiled from Rust (entry.rs) and inlined here by
+ * build.sh. Models: the kernel's selftests bpf_dctcp.c and bpf_cubic.c.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char _license[] SEC("license") = "GPL";
+
+#define CAT3(a, b, c) a##b##c
+#define XCAT3(a, b, c) CAT3(a, b, c)
+#define ENTRY(name) XCAT3(xdcc_, XDCC_CC, _##name)
+#define STR(x) #x
+#define XSTR(x) STR(x)
+
+#define TCP_ECN_OK 1
+#define TCP_ECN_DEMAND_CWR 4
+#define ICSK_ACK_TIMER 2
+#define ICSK_ACK_NOW 8
+#define SK_PACING_NEEDED 1
+#define TCP_CONG_NON_RESTRICTED 0x1
+#define TCP_CONG_NEEDS_ECN 0x2
+#define CA_PRIV_SIZE 104
+
+/* Mirrors of the adapter's #[repr(C)] structs (algo/src/linux.rs). */
+struct xdcc_sock {
+	__u64 now_us;
+	__u32 mss, srtt_us8, snd_cwnd_clamp, delivered, packets_in_flight;
+	__u8 ca_state, cwnd_limited, ecn_ok, pad;
+	__u32 idle_jiffies, rto_jiffies;
+};
+struct xdcc_rate_sample {
+	__u64 send_time_us;
+	__s64 rtt_us;
+	__u32 acked_sacked, prior_delivered;
+	__u8 is_app_limited, pad[3];
+	__s32 flag;
+};
+struct xdcc_update {
+	__u32 cwnd_pkts, ssthresh_pkts;
+	__u64 pacing_rate;
+};
+struct xdcc_ce_echo {
+	__u32 flush_ack_seq;
+	__u8 flush, flush_ce, ack_now, demand_cwr;
+};
+/* The algorithm's Params followed by the pacing ratios; opaque here. */
+struct xdcc_config {
+	__u8 bytes[256]; /* entry.rs checks every Config fits */
+};
+
+/* Tunables: one element, replaced atomically by `xdcc tunable set`
+ * (a hash map without preallocation: an update swaps in a new element and
+ * frees the old one after an RCU grace period, so an ACK never reads a
+ * half-written set; struct_ops programs run under rcu_read_lock()). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct xdcc_config);
+} xdcc_config SEC(".maps");
+
+/* Scratch space for the default configuration (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xdcc_config);
+} xdcc_scratch SEC(".maps");
+
+extern void ENTRY(init)(void *flow, const void *cfg, const struct xdcc_sock *s);
+extern void ENTRY(cong_control)(void *flow, const void *cfg, const struct xdcc_sock *s,
+				const struct xdcc_rate_sample *rs, struct xdcc_update *out);
+extern __u32 ENTRY(set_state)(void *flow, const void *cfg, const struct xdcc_sock *s,
+			      __u32 new_state, struct xdcc_update *out);
+extern __u32 ENTRY(cwnd_event)(void *flow, const void *cfg, const struct xdcc_sock *s,
+			       __u32 ev, struct xdcc_update *out);
+extern __u32 ENTRY(ce_event)(void *flow, __u32 ev, __u32 rcv_nxt, __u32 pending,
+			     struct xdcc_ce_echo *out);
+extern __u32 ENTRY(ssthresh)(const void *flow, const struct xdcc_sock *s);
+extern __u32 ENTRY(undo_cwnd)(void *flow, const struct xdcc_sock *s);
+extern void ENTRY(default_config)(void *cfg);
+
+static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	return (struct tcp_sock *)sk;
+}
+
+static __always_inline struct inet_connection_sock *inet_csk(const struct sock *sk)
+{
+	return (struct inet_connection_sock *)sk;
+}
+
+/* The configuration; the defaults until userspace has written one. NULL
+ * only if the per-CPU scratch lookup fails, which it cannot for index 0. */
+static __always_inline const void *xdcc_cfg(void)
+{
+	__u32 key = 0;
+	struct xdcc_config *c = bpf_map_lookup_elem(&xdcc_config, &key);
+
+	if (c)
+		return c;
+	c = bpf_map_lookup_elem(&xdcc_scratch, &key);
+	if (c)
+		ENTRY(default_config)(c);
+	return c;
+}
+
+static __always_inline void read_sock(struct sock *sk, struct xdcc_sock *s)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct inet_connection_sock *icsk = inet_csk(sk);
+	__u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+	bool slow_start = tp->snd_cwnd < tp->snd_ssthresh;
+
+	s->now_us = tp->tcp_mstamp;
+	s->mss = tp->mss_cache;
+	s->srtt_us8 = tp->srtt_us;
+	s->snd_cwnd_clamp = tp->snd_cwnd_clamp;
+	s->delivered = tp->delivered;
+	s->packets_in_flight = in_flight;
+	s->ca_state = BPF_CORE_READ_BITFIELD(icsk, icsk_ca_state);
+	/* tcp_is_cwnd_limited() */
+	s->cwnd_limited = BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited) ||
+			  (slow_start && tp->snd_cwnd < 2 * tp->max_packets_out);
+	s->ecn_ok = (tp->ecn_flags & TCP_ECN_OK) != 0;
+	s->pad = 0;
+	s->idle_jiffies = (__u32)bpf_jiffies64() - tp->lsndtime;
+	s->rto_jiffies = icsk->icsk_rto;
+}
+
+static __always_inline void apply(struct sock *sk, const struct xdcc_update *u)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	tp->snd_cwnd = u->cwnd_pkts;
+	if (u->ssthresh_pkts)
+		tp->snd_ssthresh = u->ssthresh_pkts;
+	if (u->pacing_rate)
+		sk->sk_pacing_rate = u->pacing_rate;
+}
+
+/* The CA private area is copied to the stack around each call into Rust
+ * and back (plain stack memory for the algorithm's loads and stores). */
+#define WITH_PRIV(sk, flow) \
+	__u64 flow[CA_PRIV_SIZE / 8]; \
+	__builtin_memcpy(flow, inet_csk(sk)->icsk_ca_priv, CA_PRIV_SIZE)
+#define PUT_PRIV(sk, flow) __builtin_memcpy(inet_csk(sk)->icsk_ca_priv, flow, CA_PRIV_SIZE)
+
+SEC("struct_ops")
+void BPF_PROG(xdcc_init, struct sock *sk)
+{
+	const void *cfg = xdcc_cfg();
+	struct xdcc_sock s;
+	WITH_PRIV(sk, flow);
+
+	if (!cfg)
+		return;
+
+	read_sock(sk, &s);
+	ENTRY(init)(flow, cfg, &s);
+	PUT_PRIV(sk, flow);
+	/* tcp_request_pacing(): TCP paces internally once asked to. */
+	if (sk->sk_pacing_status != SK_PACING_NEEDED)
+		sk->sk_pacing_status = SK_PACING_NEEDED;
+}
+
+SEC("struct_ops")
+void BPF_PROG(xdcc_cong_control, struct sock *sk, __u32 ack, int flag, const struct rate_sample *rs)
+{
+	const void *cfg = xdcc_cfg();
+	struct xdcc_sock s;
+	struct xdcc_rate_sample r;
+	struct xdcc_update u;
+	WITH_PRIV(sk, flow);
+
+	if (!cfg)
+		return;
+
+	read_sock(sk, &s);
+	r.send_time_us = tcp_sk(sk)->first_tx_mstamp;
+	r.rtt_us = rs->rtt_us;
+	r.acked_sacked = rs->acked_sacked;
+	r.prior_delivered = rs->prior_delivered;
+	r.is_app_limited = rs->is_app_limited;
+	r.pad[0] = r.pad[1] = r.pad[2] = 0;
+	r.flag = flag;
+	ENTRY(cong_control)(flow, cfg, &s, &r, &u);
+	PUT_PRIV(sk, flow);
+	apply(sk, &u);
+}
+
+SEC("struct_ops")
+void BPF_PROG(xdcc_set_state, struct sock *sk, __u8 new_state)
+{
+	const void *cfg = xdcc_cfg();
+	struct xdcc_sock s;
+	struct xdcc_update u;
+	WITH_PRIV(sk, flow);
+
+	if (!cfg)
+		return;
+
+	read_sock(sk, &s);
+	if (ENTRY(set_state)(flow, cfg, &s, new_state, &u)) {
+		PUT_PRIV(sk, flow);
+		apply(sk, &u);
+	}
+}
+
+SEC("struct_ops")
+void BPF_PROG(xdcc_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
+{
+	const void *cfg = xdcc_cfg();
+	struct xdcc_sock s;
+	struct xdcc_update u;
+	WITH_PRIV(sk, flow);
+
+	if (!cfg)
+		return;
+
+#if XDCC_NEEDS_ECN
+	struct xdcc_ce_echo e;
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (ENTRY(ce_event)(flow, ev, tp->rcv_nxt,
+			    (inet_csk(sk)->icsk_ack.pending & ICSK_ACK_TIMER) != 0, &e)) {
+		PUT_PRIV(sk, flow);
+		if (e.flush) {
+			if (e.flush_ce)
+				tp->ecn_flags |= TCP_ECN_DEMAND_CWR;
+			else
+				tp->ecn_flags &= ~TCP_ECN_DEMAND_CWR;
+			bpf_tcp_send_ack(tp, e.flush_ack_seq);
+		}
+		if (e.ack_now)
+			inet_csk(sk)->icsk_ack.pending |= ICSK_ACK_NOW;
+		if (e.demand_cwr)
+			tp->ecn_flags |= TCP_ECN_DEMAND_CWR;
+		else
+			tp->ecn_flags &= ~TCP_ECN_DEMAND_CWR;
+		return;
+	}
+#endif
+	read_sock(sk, &s);
+	if (ENTRY(cwnd_event)(flow, cfg, &s, ev, &u)) {
+		PUT_PRIV(sk, flow);
+		apply(sk, &u);
+	} else {
+		/* An idle restart changes the algorithm's state too. */
+		PUT_PRIV(sk, flow);
+	}
+}
+
+SEC("struct_ops")
+__u32 BPF_PROG(xdcc_ssthresh, struct sock *sk)
+{
+	struct xdcc_sock s;
+	WITH_PRIV(sk, flow);
+
+	read_sock(sk, &s);
+	return ENTRY(ssthresh)(flow, &s);
+}
+
+SEC("struct_ops")
+__u32 BPF_PROG(xdcc_undo_cwnd, struct sock *sk)
+{
+	struct xdcc_sock s;
+	__u32 cwnd;
+	WITH_PRIV(sk, flow);
+
+	read_sock(sk, &s);
+	cwnd = ENTRY(undo_cwnd)(flow, &s);
+	PUT_PRIV(sk, flow);
+	return cwnd;
+}
+
+SEC(".struct_ops")
+struct tcp_congestion_ops xdcc_ops = {
+	.init = (void *)xdcc_init,
+	.cong_control = (void *)xdcc_cong_control,
+	.set_state = (void *)xdcc_set_state,
+	.cwnd_event = (void *)xdcc_cwnd_event,
+	.ssthresh = (void *)xdcc_ssthresh,
+	.undo_cwnd = (void *)xdcc_undo_cwnd,
+	.flags = TCP_CONG_NON_RESTRICTED | (XDCC_NEEDS_ECN ? TCP_CONG_NEEDS_ECN : 0),
+	.name = "bpf_" XSTR(XDCC_CC),
+};
