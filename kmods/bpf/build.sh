@@ -57,8 +57,8 @@ for cc in uno gemini oscar smartt; do
         -DXDCC_CC="$cc" -DXDCC_NEEDS_ECN=$ecn -o "$work/shim_$cc.bc" "$here/shim.c"
     # 3.
     llvm-link -o "$work/linked_$cc.bc" "$work/shim_$cc.bc" "$work/entry.bc"
-    bpf-linker --export xdcc_init,xdcc_cong_control,xdcc_set_state,xdcc_cwnd_event,xdcc_ssthresh,xdcc_undo_cwnd,xdcc_ops,xdcc_config,xdcc_scratch,_license \
-        --btf -O3 --ignore-inline-never --disable-memory-builtins --disable-expand-memcpy-in-order \
+    bpf-linker --export xdcc_init,xdcc_cong_control,xdcc_set_state,xdcc_cwnd_event,xdcc_ssthresh,xdcc_undo_cwnd,xdcc_mul_sat,xdcc_mul_div,xdcc_slope_q16,xdcc_ops,xdcc_config,xdcc_scratch,_license \
+        --btf -O3 --disable-memory-builtins --disable-expand-memcpy-in-order \
         --llvm-args=-inline-threshold=100000 --emit llvm-bc -o "$work/opt_$cc.bc" "$work/linked_$cc.bc" \
         >"$work/linker_$cc.log" 2>&1 || { cat "$work/linker_$cc.log" >&2; fail "bpf-linker ($cc)"; }
     llc -O2 -march=bpfel -mcpu=v3 -filetype=obj -o "$out/bpf_$cc.o" "$work/opt_$cc.bc" 2>"$work/llc_$cc.log" \

@@ -154,6 +154,27 @@ entries!(gemini, algo::gemini::Gemini, algo::gemini::Params);
 entries!(oscar, algo::oscar::Oscar, algo::oscar::Params);
 entries!(smartt, algo::smartt::Smartt, algo::smartt::Params);
 
+/// Bodies of the arithmetic helpers that the BPF build calls as global BPF
+/// functions (`algo::fixed::bpf_global`; the wrappers are in shim.c).
+#[no_mangle]
+pub extern "C" fn xdcc_mul_sat_body(a: u64, b: u64) -> u64 {
+    algo::fixed::mul_sat_body(a, b)
+}
+
+#[no_mangle]
+pub extern "C" fn xdcc_mul_div_body(a: u64, b: u64, c: u64) -> u64 {
+    algo::fixed::mul_div_body(a, b, c)
+}
+
+/// `i64::MIN` for a degenerate batch (no spread in x).
+#[no_mangle]
+pub extern "C" fn xdcc_slope_q16_body(n: i64, sum_x: i64, sum_y: i64, sum_xx: i64, sum_xy: i64) -> i64 {
+    match algo::fixed::slope_q16_body(n, sum_x, sum_y, sum_xx, sum_xy) {
+        Some(q) => q as i64,
+        None => i64::MIN,
+    }
+}
+
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
     // Unreachable: the algorithms never panic (overflow checks are off in

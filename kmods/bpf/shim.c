@@ -89,6 +89,33 @@ extern __u32 ENTRY(ssthresh)(const void *flow, const struct xdcc_sock *s);
 extern __u32 ENTRY(undo_cwnd)(void *flow, const struct xdcc_sock *s);
 extern void ENTRY(default_config)(void *cfg);
 
+/*
+ * Global BPF functions for the algorithm crate's branchy arithmetic
+ * (algo/src/fixed.rs, `bpf_global`). The verifier checks a global function
+ * once, on its own, and treats each call as returning an unknown scalar;
+ * inlined at every call site, these helpers multiplied the paths through
+ * cong_control past the verifier's 1M-instruction budget. They are C only so
+ * that they carry BTF; the bodies are the crate's (entry.rs).
+ */
+extern __u64 xdcc_mul_sat_body(__u64 a, __u64 b);
+extern __u64 xdcc_mul_div_body(__u64 a, __u64 b, __u64 c);
+extern __s64 xdcc_slope_q16_body(__s64 n, __s64 sum_x, __s64 sum_y, __s64 sum_xx, __s64 sum_xy);
+
+__attribute__((noinline)) __u64 xdcc_mul_sat(__u64 a, __u64 b)
+{
+	return xdcc_mul_sat_body(a, b);
+}
+
+__attribute__((noinline)) __u64 xdcc_mul_div(__u64 a, __u64 b, __u64 c)
+{
+	return xdcc_mul_div_body(a, b, c);
+}
+
+__attribute__((noinline)) __s64 xdcc_slope_q16(__s64 n, __s64 sum_x, __s64 sum_y, __s64 sum_xx, __s64 sum_xy)
+{
+	return xdcc_slope_q16_body(n, sum_x, sum_y, sum_xx, sum_xy);
+}
+
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
 {
 	return (struct tcp_sock *)sk;

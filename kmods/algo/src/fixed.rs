@@ -19,7 +19,18 @@ pub const NSEC_PER_SEC: u64 = 1_000_000_000;
 /// BPF programs cannot call. The bit-length test decides overflow exactly
 /// except when the lengths add up to 65, which one halved product settles.
 #[inline]
-pub const fn mul_sat(a: u64, b: u64) -> u64 {
+pub fn mul_sat(a: u64, b: u64) -> u64 {
+    #[cfg(xdcc_bpf)]
+    #[allow(unsafe_code)]
+    // SAFETY: a pure function of its two scalar arguments (see `bpf_global`).
+    return unsafe { bpf_global::xdcc_mul_sat(a, b) };
+    #[cfg(not(xdcc_bpf))]
+    mul_sat_body(a, b)
+}
+
+/// The body of [`mul_sat`].
+#[inline]
+pub const fn mul_sat_body(a: u64, b: u64) -> u64 {
     if (a | b) >> 32 == 0 {
         return a.wrapping_mul(b); // both < 2^32: the product fits
     }
@@ -56,7 +67,7 @@ pub const fn bit_len(x: u64) -> u32 {
 
 /// `x × f` where `f` is Q16; saturates.
 #[inline]
-pub const fn mul_q16(x: u64, f: u32) -> u64 {
+pub fn mul_q16(x: u64, f: u32) -> u64 {
     mul_sat(x, f as u64) >> SHIFT
 }
 
@@ -66,7 +77,18 @@ pub const fn mul_q16(x: u64, f: u32) -> u64 {
 /// clamp). No 128-bit arithmetic and no loop (the BPF verifier walks every
 /// loop iteration).
 #[inline]
-pub const fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+pub fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    #[cfg(xdcc_bpf)]
+    #[allow(unsafe_code)]
+    // SAFETY: a pure function of its three scalar arguments (see `bpf_global`).
+    return unsafe { bpf_global::xdcc_mul_div(a, b, c) };
+    #[cfg(not(xdcc_bpf))]
+    mul_div_body(a, b, c)
+}
+
+/// The body of [`mul_div`].
+#[inline]
+pub const fn mul_div_body(a: u64, b: u64, c: u64) -> u64 {
     if c == 0 {
         return u64::MAX;
     }
@@ -94,7 +116,7 @@ const fn mul_div_wide(a: u64, b: u64, c: u64) -> u64 {
 
 /// `num / den` as a Q16 fraction, saturating at `u32::MAX` (≈ 65536.0).
 #[inline]
-pub const fn ratio_q16(num: u64, den: u64) -> u32 {
+pub fn ratio_q16(num: u64, den: u64) -> u32 {
     let r = mul_div(num, ONE as u64, den);
     if r > u32::MAX as u64 {
         u32::MAX
@@ -115,7 +137,7 @@ pub const fn sat_u32(x: u64) -> u32 {
 
 /// Bandwidth-delay product in bytes for a rate in bytes/s and a time in ns.
 #[inline]
-pub const fn bdp_bytes(rate_bytes_per_sec: u64, rtt_ns: u32) -> u64 {
+pub fn bdp_bytes(rate_bytes_per_sec: u64, rtt_ns: u32) -> u64 {
     mul_div(rate_bytes_per_sec, rtt_ns as u64, NSEC_PER_SEC)
 }
 
@@ -251,6 +273,51 @@ pub const fn div_wide_q16(num: Wide, den: Wide) -> Option<i32> {
     Some(if neg { -q } else { q })
 }
 
+/// The least-squares slope `(n·Σxy − Σx·Σy) / (n·Σx² − (Σx)²)` as Q16,
+/// computed exactly in [`Wide`] and saturated to ±`i32::MAX`; `None` when
+/// the x values have no spread (zero denominator). OSCAR's eq. 7.
+#[inline]
+pub fn slope_q16(n: i64, sum_x: i64, sum_y: i64, sum_xx: i64, sum_xy: i64) -> Option<i32> {
+    #[cfg(xdcc_bpf)]
+    {
+        // SAFETY: a pure function of its five scalar arguments (see `bpf_global`).
+        #[allow(unsafe_code)]
+        let q = unsafe { bpf_global::xdcc_slope_q16(n, sum_x, sum_y, sum_xx, sum_xy) };
+        if q == i64::MIN {
+            None
+        } else {
+            Some(q as i32)
+        }
+    }
+    #[cfg(not(xdcc_bpf))]
+    slope_q16_body(n, sum_x, sum_y, sum_xx, sum_xy)
+}
+
+/// The body of [`slope_q16`].
+#[inline]
+pub const fn slope_q16_body(n: i64, sum_x: i64, sum_y: i64, sum_xx: i64, sum_xy: i64) -> Option<i32> {
+    let num = wide_mul_sub(n, sum_xy, sum_x, sum_y);
+    let den = wide_mul_sub(n, sum_xx, sum_x, sum_x);
+    div_wide_q16(num, den)
+}
+
+/// BPF backend only. The verifier walks every path through a program, and
+/// the branches of the helpers above, inlined at each of their call sites,
+/// multiply into more paths than it accepts (UnoCC and OSCAR's ACK handler
+/// passed 1M instructions). So in the BPF build they are *global* BPF
+/// functions, which the verifier checks once on their own: `kmods/bpf/shim.c`
+/// defines them (C, so they carry BTF) and calls back into the `*_body`
+/// functions here, exported by `kmods/bpf/entry.rs`.
+#[cfg(xdcc_bpf)]
+mod bpf_global {
+    extern "C" {
+        pub fn xdcc_mul_sat(a: u64, b: u64) -> u64;
+        pub fn xdcc_mul_div(a: u64, b: u64, c: u64) -> u64;
+        /// `i64::MIN` for `None`.
+        pub fn xdcc_slope_q16(n: i64, sum_x: i64, sum_y: i64, sum_xx: i64, sum_xy: i64) -> i64;
+    }
+}
+
 /// Signed `a / b` truncating toward zero, like `/` on `i64`, but with an
 /// unsigned division (signed 64-bit division needs BPF CPU v4, kernel ≥ 6.6).
 #[inline]
@@ -269,7 +336,7 @@ pub const fn div_i64(a: i64, b: i64) -> i64 {
 
 /// `a × b` on `i64`, saturating, without the overflow intrinsic.
 #[inline]
-pub const fn mul_sat_i64(a: i64, b: i64) -> i64 {
+pub fn mul_sat_i64(a: i64, b: i64) -> i64 {
     let m = mul_sat(a.unsigned_abs(), b.unsigned_abs());
     let neg = (a < 0) != (b < 0);
     if neg {

@@ -63,7 +63,7 @@ pub struct Params {
 
 impl Params {
     /// The paper's defaults (gemini-ton Table IV) for a network.
-    pub const fn from_net(n: &NetConfig) -> Self {
+    pub fn from_net(n: &NetConfig) -> Self {
         // K = 50 packets per Gbit/s of capacity.
         let k = mul_div(50 * n.mtu as u64, n.link_rate_bps, 1_000_000_000);
         Self {

@@ -51,7 +51,7 @@
 //! - ε (delay equal to base RTT): `eps_q16 × RTT_base`, default 1/16, with a
 //!   1 µs floor (kernel RTT resolution).
 
-use super::fixed::{bdp_bytes, div_i64, div_wide_q16, mul_div, mul_sat, mul_sat_i64, mul_q16, ratio_q16, sat_u32, wide_mul_sub, ONE, NSEC_PER_SEC};
+use super::fixed::{bdp_bytes, div_i64, mul_div, mul_sat, mul_sat_i64, mul_q16, ratio_q16, sat_u32, slope_q16, ONE, NSEC_PER_SEC};
 use super::params::{check, NetConfig, ParamError};
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
 
@@ -90,7 +90,7 @@ pub struct Params {
 
 impl Params {
     /// The paper's defaults (oscar-nsdi26 §4.4, Table 3).
-    pub const fn from_net(n: &NetConfig) -> Self {
+    pub fn from_net(n: &NetConfig) -> Self {
         Self {
             rate_bytes_per_sec: n.rate_bytes_per_sec(),
             mtu: n.mtu,
@@ -264,10 +264,8 @@ impl Estimator {
         let sum_xx = core::cmp::min(self.sum_xx, i64::MAX as u64) as i64;
         let delay = (self.y0_ns as i64).saturating_add(div_i64(self.sum_y, n));
         // g = (n·Σxy − Σx·Σy) / (n·Σx² − (Σx)²)  (eq. 7)
-        let num = wide_mul_sub(n, self.sum_xy, sum_x, self.sum_y);
-        let den = wide_mul_sub(n, sum_xx, sum_x, sum_x);
         // The slope is per 2^shift ns of x: scale back to per ns.
-        let gradient = div_wide_q16(num, den)?.checked_shr(self.shift as u32).unwrap_or(0);
+        let gradient = slope_q16(n, sum_x, self.sum_y, sum_xx, self.sum_xy)?.checked_shr(self.shift as u32).unwrap_or(0);
         Some(Estimate {
             delay_ns: delay.clamp(0, u32::MAX as i64) as u32,
             gradient_q16: gradient,

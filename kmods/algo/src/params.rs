@@ -31,16 +31,16 @@ impl NetConfig {
         self.link_rate_bps / 8
     }
     /// Intra-DC bandwidth-delay product in bytes.
-    pub const fn intra_bdp(&self) -> u64 {
+    pub fn intra_bdp(&self) -> u64 {
         bdp_bytes(self.rate_bytes_per_sec(), self.intra_rtt_ns)
     }
     /// Inter-DC bandwidth-delay product in bytes.
-    pub const fn inter_bdp(&self) -> u64 {
+    pub fn inter_bdp(&self) -> u64 {
         bdp_bytes(self.rate_bytes_per_sec(), self.inter_rtt_ns)
     }
     /// Line rate in Mbit/s (rounded down), used where a smaller unit keeps
     /// products in range.
-    pub const fn rate_mbps(&self) -> u64 {
+    pub fn rate_mbps(&self) -> u64 {
         mul_div(self.link_rate_bps, 1, 1_000_000)
     }
 

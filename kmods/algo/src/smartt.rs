@@ -87,7 +87,7 @@ pub struct Params {
 
 impl Params {
     /// The paper's defaults (§III-J) and the UEC reference code's constants.
-    pub const fn from_net(n: &NetConfig) -> Self {
+    pub fn from_net(n: &NetConfig) -> Self {
         Self {
             rate_bytes_per_sec: n.rate_bytes_per_sec(),
             mtu: n.mtu,

@@ -96,7 +96,7 @@ pub struct Params {
 
 impl Params {
     /// The paper's defaults (uno-sc25 Table 2) for a network.
-    pub const fn from_net(n: &NetConfig) -> Self {
+    pub fn from_net(n: &NetConfig) -> Self {
         let k = n.intra_bdp() / 7;
         Self {
             rate_bytes_per_sec: n.rate_bytes_per_sec(),
