@@ -341,10 +341,10 @@ const PACING_SS_KNOB: usize = 5;
 
 /// The network the tunables were last derived from (for the `net_*` files).
 static NET: [AtomicUsize; 4] = [
-    AtomicUsize::new(10_000),
-    AtomicUsize::new(100),
-    AtomicUsize::new(10_000),
-    AtomicUsize::new(1500),
+    AtomicUsize::new((NetConfig::LINUX_DEFAULT.link_rate_bps / 1_000_000) as usize),
+    AtomicUsize::new((NetConfig::LINUX_DEFAULT.intra_rtt_ns / 1000) as usize),
+    AtomicUsize::new((NetConfig::LINUX_DEFAULT.inter_rtt_ns / 1000) as usize),
+    AtomicUsize::new(NetConfig::LINUX_DEFAULT.mtu as usize),
 ];
 
 fn einval() -> c_int {
@@ -559,12 +559,7 @@ macro_rules! xdcc_cc_module {
         }
 
         static PARAMS: glue::ParamCell<algo::$algo::Params> =
-            glue::ParamCell::new(algo::$algo::Params::from_net(&algo::NetConfig {
-                link_rate_bps: 10_000_000_000,
-                intra_rtt_ns: 100_000,
-                inter_rtt_ns: 10_000_000,
-                mtu: 1500,
-            }));
+            glue::ParamCell::new(algo::$algo::Params::from_net(&algo::NetConfig::LINUX_DEFAULT));
 
         struct Cc;
 

@@ -13,16 +13,8 @@
 #[path = "../algo/src/lib.rs"]
 mod algo;
 
-use algo::linux::{CeEcho, Flow, Pacing, RateSample, Sock, Update};
+use algo::linux::{CeEcho, Config, Flow, RateSample, Sock, Update};
 use algo::CongestionControl;
-
-/// The configuration map's value: the algorithm's tunables and the window
-/// pacing ratios, written by `xdcc tunable set` after `Params::validate`.
-#[repr(C)]
-pub struct Config<P> {
-    pub params: P,
-    pub pacing: Pacing,
-}
 
 /// Size of the configuration map's value (`struct xdcc_config` in shim.c).
 pub const CONFIG_BYTES: usize = 256;
@@ -131,14 +123,8 @@ macro_rules! entries {
             /// Writes the default configuration (the modules' defaults).
             #[export_name = concat!("xdcc_", stringify!($cc), "_default_config")]
             pub unsafe extern "C" fn default_config(cfg: *mut C) {
-                let p = <$params>::from_net(&algo::NetConfig {
-                    link_rate_bps: 10_000_000_000,
-                    intra_rtt_ns: 100_000,
-                    inter_rtt_ns: 10_000_000,
-                    mtu: 1500,
-                });
                 // SAFETY: see above.
-                unsafe { cfg.write(C { params: p, pacing: Pacing::DEFAULT }) }
+                unsafe { cfg.write(C::for_net(&algo::NetConfig::LINUX_DEFAULT)) }
             }
 
             const _: () = assert!(core::mem::size_of::<F>() <= algo::ICSK_CA_PRIV_SIZE);

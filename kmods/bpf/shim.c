@@ -310,7 +310,7 @@ __u32 BPF_PROG(xdcc_undo_cwnd, struct sock *sk)
 	return cwnd;
 }
 
-SEC(".struct_ops")
+SEC(".struct_ops.link")
 struct tcp_congestion_ops xdcc_ops = {
 	.init = (void *)xdcc_init,
 	.cong_control = (void *)xdcc_cong_control,

@@ -1,11 +1,15 @@
-//! Builds the eBPF programs (`ebpf/programs`, target bpfel-unknown-none) so
-//! the agent can embed the object file.
+//! Builds the eBPF programs (`ebpf/programs`, target bpfel-unknown-none) and
+//! the BPF struct_ops congestion controls (`kmods/bpf/build.sh`: bpf_uno,
+//! bpf_gemini, bpf_oscar, bpf_smartt) so the agent can embed the objects.
 //!
 //! Needs Debian's rustc-web (`/usr/bin/rustc`, with the prebuilt BPF libcore)
 //! and bpf-linker: `ebpf/install-toolchain.sh` installs both and prints
 //! bpf-linker's directory. bpf-linker is looked up in $XDCC_BPF_LINKER_DIR,
 //! then on PATH, then in the install script's cache. `XDCC_EBPF_OBJECT=path`
-//! uses a prebuilt object instead.
+//! uses a prebuilt object instead; `XDCC_BPF_CC_DIR=dir` prebuilt
+//! `bpf_<cc>.o` files. The struct_ops build reads the build machine's kernel
+//! BTF (/sys/kernel/btf/vmlinux) for the type layouts; CO-RE relocations let
+//! the objects load on other kernels.
 use std::{
     env,
     path::{Path, PathBuf},
@@ -16,6 +20,49 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.join("../..").canonicalize().unwrap();
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    build_ebpf_programs(&root, &out);
+    build_bpf_ccs(&root, &out);
+}
+
+const BPF_CCS: [&str; 4] = ["uno", "gemini", "oscar", "smartt"];
+
+fn build_bpf_ccs(root: &Path, out: &Path) {
+    println!("cargo:rerun-if-env-changed=XDCC_BPF_CC_DIR");
+    for p in ["kmods/bpf", "kmods/algo/src"] {
+        println!("cargo:rerun-if-changed={}", root.join(p).display());
+    }
+    let dest = out.join("bpf-cc");
+    if let Ok(dir) = env::var("XDCC_BPF_CC_DIR") {
+        std::fs::create_dir_all(&dest).unwrap();
+        for cc in BPF_CCS {
+            let f = format!("bpf_{cc}.o");
+            std::fs::copy(Path::new(&dir).join(&f), dest.join(&f)).unwrap_or_else(|e| panic!("XDCC_BPF_CC_DIR={dir}/{f}: {e}"));
+        }
+        return;
+    }
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        panic!(
+            "the BPF congestion controls are built against the kernel's BTF, and /sys/kernel/btf/vmlinux does not \
+             exist on this machine (CONFIG_DEBUG_INFO_BTF); build them elsewhere and set XDCC_BPF_CC_DIR"
+        );
+    }
+    let mut cmd = Command::new(root.join("kmods/bpf/build.sh"));
+    cmd.arg(&dest);
+    if let Some(d) = find_bpf_linker() {
+        cmd.env("XDCC_BPF_LINKER_DIR", d);
+    }
+    for (k, _) in env::vars() {
+        if k.starts_with("CARGO_") && k != "CARGO_HOME" || k == "RUSTFLAGS" || k == "RUSTC_WRAPPER" || k == "RUSTC_WORKSPACE_WRAPPER" || k == "RUSTUP_TOOLCHAIN" {
+            cmd.env_remove(k);
+        }
+    }
+    let status = cmd.status().expect("running kmods/bpf/build.sh");
+    if !status.success() {
+        panic!("kmods/bpf/build.sh failed ({status}); its toolchain comes from ebpf/install-toolchain.sh");
+    }
+}
+
+fn build_ebpf_programs(root: &Path, out: &Path) {
     println!("cargo:rerun-if-env-changed=XDCC_EBPF_OBJECT");
     println!("cargo:rerun-if-env-changed=XDCC_BPF_LINKER_DIR");
     for p in ["ebpf/programs/src", "ebpf/programs/Cargo.toml", "ebpf/programs/Cargo.lock", "ebpf/programs/.cargo/config.toml", "ebpf/common/src"] {

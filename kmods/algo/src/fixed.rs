@@ -13,19 +13,21 @@ pub const SHIFT: u32 = 16;
 /// Nanoseconds per second.
 pub const NSEC_PER_SEC: u64 = 1_000_000_000;
 
-/// `a × b`, saturating at `u64::MAX`. Written without `u64::saturating_mul`
-/// and `checked_mul`: those lower to LLVM's `umul.with.overflow.i64`, which
-/// the BPF backend can only expand into a 128-bit libcall (`__multi3`) that
-/// BPF programs cannot call. The bit-length test decides overflow exactly
-/// except when the lengths add up to 65, which one halved product settles.
-#[inline]
-pub fn mul_sat(a: u64, b: u64) -> u64 {
-    #[cfg(xdcc_bpf)]
-    #[allow(unsafe_code)]
-    // SAFETY: a pure function of its two scalar arguments (see `bpf_global`).
-    return unsafe { bpf_global::xdcc_mul_sat(a, b) };
-    #[cfg(not(xdcc_bpf))]
-    mul_sat_body(a, b)
+const_unless_bpf! {
+    /// `a × b`, saturating at `u64::MAX`. Written without `u64::saturating_mul`
+    /// and `checked_mul`: those lower to LLVM's `umul.with.overflow.i64`, which
+    /// the BPF backend can only expand into a 128-bit libcall (`__multi3`) that
+    /// BPF programs cannot call. The bit-length test decides overflow exactly
+    /// except when the lengths add up to 65, which one halved product settles.
+    #[inline]
+    pub fn mul_sat(a: u64, b: u64) -> u64 {
+        #[cfg(xdcc_bpf)]
+        #[allow(unsafe_code)]
+        // SAFETY: a pure function of its two scalar arguments (see `bpf_global`).
+        return unsafe { bpf_global::xdcc_mul_sat(a, b) };
+        #[cfg(not(xdcc_bpf))]
+        mul_sat_body(a, b)
+    }
 }
 
 /// The body of [`mul_sat`].
@@ -65,25 +67,29 @@ pub const fn bit_len(x: u64) -> u32 {
     64 - x.leading_zeros()
 }
 
-/// `x × f` where `f` is Q16; saturates.
-#[inline]
-pub fn mul_q16(x: u64, f: u32) -> u64 {
-    mul_sat(x, f as u64) >> SHIFT
+const_unless_bpf! {
+    /// `x × f` where `f` is Q16; saturates.
+    #[inline]
+    pub fn mul_q16(x: u64, f: u32) -> u64 {
+        mul_sat(x, f as u64) >> SHIFT
+    }
 }
 
-/// `a × b / c`: exact when `a × b` fits 64 bits, otherwise within a relative
-/// error of 2^-(bits left in `c` after the shift below); saturates at
-/// `u64::MAX`; `c == 0` gives `u64::MAX` (an "infinite" ratio the callers
-/// clamp). No 128-bit arithmetic and no loop (the BPF verifier walks every
-/// loop iteration).
-#[inline]
-pub fn mul_div(a: u64, b: u64, c: u64) -> u64 {
-    #[cfg(xdcc_bpf)]
-    #[allow(unsafe_code)]
-    // SAFETY: a pure function of its three scalar arguments (see `bpf_global`).
-    return unsafe { bpf_global::xdcc_mul_div(a, b, c) };
-    #[cfg(not(xdcc_bpf))]
-    mul_div_body(a, b, c)
+const_unless_bpf! {
+    /// `a × b / c`: exact when `a × b` fits 64 bits, otherwise within a relative
+    /// error of 2^-(bits left in `c` after the shift below); saturates at
+    /// `u64::MAX`; `c == 0` gives `u64::MAX` (an "infinite" ratio the callers
+    /// clamp). No 128-bit arithmetic and no loop (the BPF verifier walks every
+    /// loop iteration).
+    #[inline]
+    pub fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+        #[cfg(xdcc_bpf)]
+        #[allow(unsafe_code)]
+        // SAFETY: a pure function of its three scalar arguments (see `bpf_global`).
+        return unsafe { bpf_global::xdcc_mul_div(a, b, c) };
+        #[cfg(not(xdcc_bpf))]
+        mul_div_body(a, b, c)
+    }
 }
 
 /// The body of [`mul_div`].
@@ -114,14 +120,16 @@ const fn mul_div_wide(a: u64, b: u64, c: u64) -> u64 {
     prod.shr_to_u64(s) / c
 }
 
-/// `num / den` as a Q16 fraction, saturating at `u32::MAX` (≈ 65536.0).
-#[inline]
-pub fn ratio_q16(num: u64, den: u64) -> u32 {
-    let r = mul_div(num, ONE as u64, den);
-    if r > u32::MAX as u64 {
-        u32::MAX
-    } else {
-        r as u32
+const_unless_bpf! {
+    /// `num / den` as a Q16 fraction, saturating at `u32::MAX` (≈ 65536.0).
+    #[inline]
+    pub fn ratio_q16(num: u64, den: u64) -> u32 {
+        let r = mul_div(num, ONE as u64, den);
+        if r > u32::MAX as u64 {
+            u32::MAX
+        } else {
+            r as u32
+        }
     }
 }
 
@@ -135,10 +143,12 @@ pub const fn sat_u32(x: u64) -> u32 {
     }
 }
 
-/// Bandwidth-delay product in bytes for a rate in bytes/s and a time in ns.
-#[inline]
-pub fn bdp_bytes(rate_bytes_per_sec: u64, rtt_ns: u32) -> u64 {
-    mul_div(rate_bytes_per_sec, rtt_ns as u64, NSEC_PER_SEC)
+const_unless_bpf! {
+    /// Bandwidth-delay product in bytes for a rate in bytes/s and a time in ns.
+    #[inline]
+    pub fn bdp_bytes(rate_bytes_per_sec: u64, rtt_ns: u32) -> u64 {
+        mul_div(rate_bytes_per_sec, rtt_ns as u64, NSEC_PER_SEC)
+    }
 }
 
 /// EWMA step on Q16 values: `avg + g·(sample − avg)` with gain `g` in Q16
@@ -334,21 +344,23 @@ pub const fn div_i64(a: i64, b: i64) -> i64 {
     }
 }
 
-/// `a × b` on `i64`, saturating, without the overflow intrinsic.
-#[inline]
-pub fn mul_sat_i64(a: i64, b: i64) -> i64 {
-    let m = mul_sat(a.unsigned_abs(), b.unsigned_abs());
-    let neg = (a < 0) != (b < 0);
-    if neg {
-        if m >= 1 << 63 {
-            i64::MIN
+const_unless_bpf! {
+    /// `a × b` on `i64`, saturating, without the overflow intrinsic.
+    #[inline]
+    pub fn mul_sat_i64(a: i64, b: i64) -> i64 {
+        let m = mul_sat(a.unsigned_abs(), b.unsigned_abs());
+        let neg = (a < 0) != (b < 0);
+        if neg {
+            if m >= 1 << 63 {
+                i64::MIN
+            } else {
+                -(m as i64)
+            }
+        } else if m > i64::MAX as u64 {
+            i64::MAX
         } else {
-            -(m as i64)
+            m as i64
         }
-    } else if m > i64::MAX as u64 {
-        i64::MAX
-    } else {
-        m as i64
     }
 }
 

@@ -62,22 +62,24 @@ pub struct Params {
 }
 
 impl Params {
-    /// The paper's defaults (gemini-ton Table IV) for a network.
-    pub fn from_net(n: &NetConfig) -> Self {
-        // K = 50 packets per Gbit/s of capacity.
-        let k = mul_div(50 * n.mtu as u64, n.link_rate_bps, 1_000_000_000);
-        Self {
-            rate_bytes_per_sec: n.rate_bytes_per_sec(),
-            mss: n.mtu,
-            k_bytes: sat_u32(if k < n.mtu as u64 { n.mtu as u64 } else { k }),
-            t_ns: 5_000_000,
-            beta_q16: ONE / 5,
-            h_ppb: 120,
-            h_min_q16: ONE / 10,
-            h_max_q16: 5 * ONE,
-            alpha_gain_q16: ONE / 16,
-            max_md_q16: ONE / 2,
-            init_cwnd_pkts: 10,
+    const_unless_bpf! {
+        /// The paper's defaults (gemini-ton Table IV) for a network.
+        pub fn from_net(n: &NetConfig) -> Self {
+            // K = 50 packets per Gbit/s of capacity.
+            let k = mul_div(50 * n.mtu as u64, n.link_rate_bps, 1_000_000_000);
+            Self {
+                rate_bytes_per_sec: n.rate_bytes_per_sec(),
+                mss: n.mtu,
+                k_bytes: sat_u32(if k < n.mtu as u64 { n.mtu as u64 } else { k }),
+                t_ns: 5_000_000,
+                beta_q16: ONE / 5,
+                h_ppb: 120,
+                h_min_q16: ONE / 10,
+                h_max_q16: 5 * ONE,
+                alpha_gain_q16: ONE / 16,
+                max_md_q16: ONE / 2,
+                init_cwnd_pkts: 10,
+            }
         }
     }
 

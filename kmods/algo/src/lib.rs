@@ -35,6 +35,18 @@
 // and use these macros by textual scope, so that the kernel modules can
 // include this crate as a module (`#[path = "algo/src/lib.rs"] mod algo;`).
 
+/// A `const fn`, except in the BPF build, where it (or a function it calls)
+/// calls a global BPF function (fixed.rs, `bpf_global`), which a `const fn`
+/// cannot. The kernel modules need them `const` for their static defaults.
+macro_rules! const_unless_bpf {
+    ($(#[$m:meta])* $vis:vis fn $($rest:tt)*) => {
+        #[cfg(not(xdcc_bpf))]
+        $(#[$m])* $vis const fn $($rest)*
+        #[cfg(xdcc_bpf)]
+        $(#[$m])* $vis fn $($rest)*
+    };
+}
+
 /// Compile-time check that a per-flow state fits the kernel's private area.
 macro_rules! assert_fits_ca_priv {
     ($t:ty) => {
@@ -80,6 +92,37 @@ macro_rules! tunables {
                 }
             }
 
+            /// Writes the set in its `#[repr(C)]` layout (native byte
+            /// order, padding zeroed) to `out[..size_of::<Self>()]`, as the
+            /// BPF CCs' configuration map holds it. False if `out` is short.
+            pub fn write_bytes(&self, out: &mut [u8]) -> bool {
+                if out.len() < core::mem::size_of::<Self>() {
+                    return false;
+                }
+                out[..core::mem::size_of::<Self>()].fill(0);
+                $(
+                    let o = core::mem::offset_of!(Self, $field);
+                    let b = self.$field.to_ne_bytes();
+                    out[o..o + b.len()].copy_from_slice(&b);
+                )*
+                true
+            }
+
+            /// Reads a set written by [`Self::write_bytes`]; None if `b` is
+            /// short. Not validated: call `validate()`.
+            pub fn read_bytes(b: &[u8], mut base: Self) -> Option<Self> {
+                if b.len() < core::mem::size_of::<Self>() {
+                    return None;
+                }
+                $(
+                    let o = core::mem::offset_of!(Self, $field);
+                    let mut v = [0u8; core::mem::size_of::<$t>()];
+                    v.copy_from_slice(&b[o..o + core::mem::size_of::<$t>()]);
+                    base.$field = <$t>::from_ne_bytes(v);
+                )*
+                Some(base)
+            }
+
             /// Sets a tunable by name; on any error nothing changes.
             #[allow(clippy::should_implement_trait)]
             pub fn set(&mut self, name: &str, value: u64) -> Result<(), super::ParamError> {
@@ -92,6 +135,12 @@ macro_rules! tunables {
                 Ok(())
             }
         }
+        // Every field is listed: the listed sizes leave less than one
+        // alignment unit of the struct unaccounted for (trailing padding).
+        const _: () = assert!(
+            core::mem::size_of::<$ty>() - (0 $(+ core::mem::size_of::<$t>())*) < core::mem::align_of::<$ty>(),
+            "tunables!: a field of Params is missing from the list"
+        );
         impl super::Tunables for $ty {
             const TUNABLES: &'static [&'static str] = <$ty>::TUNABLES;
             fn get(&self, name: &str) -> Option<u64> {
@@ -105,6 +154,15 @@ macro_rules! tunables {
             }
             fn from_net(n: &super::NetConfig) -> Self {
                 <$ty>::from_net(n)
+            }
+            fn write_bytes(&self, out: &mut [u8]) -> bool {
+                <$ty>::write_bytes(self, out)
+            }
+            fn read_bytes(b: &[u8], base: Self) -> Option<Self> {
+                <$ty>::read_bytes(b, base)
+            }
+            fn validate(&self) -> Result<(), super::ParamError> {
+                <$ty>::validate(self)
             }
         }
     };
@@ -231,6 +289,12 @@ pub trait Tunables: Sized + Copy {
     fn set_unchecked(&mut self, name: &str, value: u64) -> Result<(), ParamError>;
     /// The paper's defaults for a network.
     fn from_net(n: &NetConfig) -> Self;
+    /// The set in its `#[repr(C)]` layout (see the `tunables!` macro).
+    fn write_bytes(&self, out: &mut [u8]) -> bool;
+    /// The fields of a set written by `write_bytes`, on top of `base`.
+    fn read_bytes(b: &[u8], base: Self) -> Option<Self>;
+    /// Checks the whole set.
+    fn validate(&self) -> Result<(), ParamError>;
 }
 
 /// Base RTT bookkeeping shared by all algorithms: the minimum RTT seen over the

@@ -48,8 +48,8 @@
 //!   UnoCC, delay and losses for Gemini and SMaRTT, delay for OSCAR) — and
 //!   reports `ecn_ok = 0` in its state so the operator can see it.
 
-use super::fixed::{mul_div, sat_u32};
-use super::{AckSample, CongestionControl, Event, FlowInit, ICSK_CA_PRIV_SIZE};
+use super::fixed::{mul_div, mul_sat, sat_u32};
+use super::{AckSample, CongestionControl, Event, FlowInit, NetConfig, Tunables, ICSK_CA_PRIV_SIZE};
 
 /// Linux's `enum tcp_ca_state` values used here.
 pub const TCP_CA_OPEN: u8 = 0;
@@ -148,6 +148,78 @@ impl Pacing {
     pub const DEFAULT: Pacing = Pacing { ss_pct: 200, ca_pct: 100 };
     /// Largest accepted ratio, percent.
     pub const MAX_PCT: u32 = 1000;
+}
+
+/// The configuration of a BPF CC (its config map's value, written by
+/// `xdcc tunable set`): the algorithm's tunables, the window pacing ratios
+/// and the network they were derived from (only userspace reads `net`).
+/// The kernel modules keep the same three as sysctls.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config<P> {
+    pub params: P,
+    pub pacing: Pacing,
+    pub net: NetConfig,
+}
+
+impl<P: Tunables> Config<P> {
+    /// The defaults for a network.
+    pub fn for_net(net: &NetConfig) -> Self {
+        Config { params: P::from_net(net), pacing: Pacing::DEFAULT, net: *net }
+    }
+
+    /// The `#[repr(C)]` layout, padding zeroed. False if `out` is short.
+    pub fn write_bytes(&self, out: &mut [u8]) -> bool {
+        if out.len() < core::mem::size_of::<Self>() {
+            return false;
+        }
+        out[..core::mem::size_of::<Self>()].fill(0);
+        let pacing = core::mem::offset_of!(Self, pacing);
+        let net = core::mem::offset_of!(Self, net);
+        put(out, pacing + core::mem::offset_of!(Pacing, ss_pct), &self.pacing.ss_pct.to_ne_bytes());
+        put(out, pacing + core::mem::offset_of!(Pacing, ca_pct), &self.pacing.ca_pct.to_ne_bytes());
+        put(out, net + core::mem::offset_of!(NetConfig, link_rate_bps), &self.net.link_rate_bps.to_ne_bytes());
+        put(out, net + core::mem::offset_of!(NetConfig, intra_rtt_ns), &self.net.intra_rtt_ns.to_ne_bytes());
+        put(out, net + core::mem::offset_of!(NetConfig, inter_rtt_ns), &self.net.inter_rtt_ns.to_ne_bytes());
+        put(out, net + core::mem::offset_of!(NetConfig, mtu), &self.net.mtu.to_ne_bytes());
+        self.params.write_bytes(out)
+    }
+
+    /// Decodes `write_bytes`' layout; None if short or if the values do not
+    /// pass the same checks as `xdcc tunable set`.
+    pub fn read_bytes(b: &[u8]) -> Option<Self> {
+        if b.len() < core::mem::size_of::<Self>() {
+            return None;
+        }
+        let pacing = core::mem::offset_of!(Self, pacing);
+        let net = core::mem::offset_of!(Self, net);
+        let net = NetConfig {
+            link_rate_bps: u64::from_ne_bytes(get(b, net + core::mem::offset_of!(NetConfig, link_rate_bps))?),
+            intra_rtt_ns: u32::from_ne_bytes(get(b, net + core::mem::offset_of!(NetConfig, intra_rtt_ns))?),
+            inter_rtt_ns: u32::from_ne_bytes(get(b, net + core::mem::offset_of!(NetConfig, inter_rtt_ns))?),
+            mtu: u32::from_ne_bytes(get(b, net + core::mem::offset_of!(NetConfig, mtu))?),
+        };
+        let pacing = Pacing {
+            ss_pct: u32::from_ne_bytes(get(b, pacing + core::mem::offset_of!(Pacing, ss_pct))?),
+            ca_pct: u32::from_ne_bytes(get(b, pacing + core::mem::offset_of!(Pacing, ca_pct))?),
+        };
+        net.validate().ok()?;
+        validate_pacing_pct("window_pacing_ss_pct", pacing.ss_pct as u64).ok()?;
+        validate_pacing_pct("window_pacing_pct", pacing.ca_pct as u64).ok()?;
+        let params = P::read_bytes(b, P::from_net(&net))?;
+        params.validate().ok()?;
+        Some(Config { params, pacing, net })
+    }
+}
+
+fn put(out: &mut [u8], at: usize, b: &[u8]) {
+    if let Some(d) = out.get_mut(at..at + b.len()) {
+        d.copy_from_slice(b);
+    }
+}
+
+fn get<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
+    b.get(at..at + N)?.try_into().ok()
 }
 
 /// Receiver side of the DCTCP-style CE echo: what the backend must do when
@@ -376,7 +448,6 @@ impl LinkState {
     }
 }
 
-use super::fixed::mul_sat;
 
 /// Checks a pacing tunable.
 pub fn validate_pacing_pct(name: &'static str, v: u64) -> Result<u32, super::ParamError> {

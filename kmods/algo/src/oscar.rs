@@ -89,19 +89,21 @@ pub struct Params {
 }
 
 impl Params {
-    /// The paper's defaults (oscar-nsdi26 §4.4, Table 3).
-    pub fn from_net(n: &NetConfig) -> Self {
-        Self {
-            rate_bytes_per_sec: n.rate_bytes_per_sec(),
-            mtu: n.mtu,
-            target_qdelay_ns: n.intra_rtt_ns / 2,
-            tau_q16: ONE / 2,
-            u_hai_q16: ONE / 100,
-            u_ai_q16: ONE / 1000,
-            eps_q16: ONE / 16,
-            u_min_q16: ONE / 1024,
-            u_max_q16: 2 * ONE,
-            bdp_floor: 0,
+    const_unless_bpf! {
+        /// The paper's defaults (oscar-nsdi26 §4.4, Table 3).
+        pub fn from_net(n: &NetConfig) -> Self {
+            Self {
+                rate_bytes_per_sec: n.rate_bytes_per_sec(),
+                mtu: n.mtu,
+                target_qdelay_ns: n.intra_rtt_ns / 2,
+                tau_q16: ONE / 2,
+                u_hai_q16: ONE / 100,
+                u_ai_q16: ONE / 1000,
+                eps_q16: ONE / 16,
+                u_min_q16: ONE / 1024,
+                u_max_q16: 2 * ONE,
+                bdp_floor: 0,
+            }
         }
     }
 

@@ -5,6 +5,7 @@ use super::fixed::{bdp_bytes, mul_div};
 
 /// The few numbers a user knows about their network. Every algorithm derives
 /// its paper defaults from these (`Params::from_net`).
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NetConfig {
     /// Bottleneck (NIC / switch port) line rate in bits per second.
@@ -19,6 +20,10 @@ pub struct NetConfig {
 }
 
 impl NetConfig {
+    /// The kernel CCs' defaults (modules and BPF) until the user sets the
+    /// `net_*` tunables: 10 Gbit/s, 100 µs / 10 ms, 1500-byte MTU.
+    pub const LINUX_DEFAULT: NetConfig =
+        NetConfig { link_rate_bps: 10_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 10_000_000, mtu: 1500 };
     /// Uno's simulation setup (uno-sc25 Table 2): 100 Gbit/s, 14 µs / 2 ms, 4 KiB MTU.
     pub const UNO_PAPER: NetConfig =
         NetConfig { link_rate_bps: 100_000_000_000, intra_rtt_ns: 14_000, inter_rtt_ns: 2_000_000, mtu: 4096 };
@@ -30,18 +35,24 @@ impl NetConfig {
     pub const fn rate_bytes_per_sec(&self) -> u64 {
         self.link_rate_bps / 8
     }
-    /// Intra-DC bandwidth-delay product in bytes.
-    pub fn intra_bdp(&self) -> u64 {
-        bdp_bytes(self.rate_bytes_per_sec(), self.intra_rtt_ns)
+    const_unless_bpf! {
+        /// Intra-DC bandwidth-delay product in bytes.
+        pub fn intra_bdp(&self) -> u64 {
+            bdp_bytes(self.rate_bytes_per_sec(), self.intra_rtt_ns)
+        }
     }
-    /// Inter-DC bandwidth-delay product in bytes.
-    pub fn inter_bdp(&self) -> u64 {
-        bdp_bytes(self.rate_bytes_per_sec(), self.inter_rtt_ns)
+    const_unless_bpf! {
+        /// Inter-DC bandwidth-delay product in bytes.
+        pub fn inter_bdp(&self) -> u64 {
+            bdp_bytes(self.rate_bytes_per_sec(), self.inter_rtt_ns)
+        }
     }
-    /// Line rate in Mbit/s (rounded down), used where a smaller unit keeps
-    /// products in range.
-    pub fn rate_mbps(&self) -> u64 {
-        mul_div(self.link_rate_bps, 1, 1_000_000)
+    const_unless_bpf! {
+        /// Line rate in Mbit/s (rounded down), used where a smaller unit keeps
+        /// products in range.
+        pub fn rate_mbps(&self) -> u64 {
+            mul_div(self.link_rate_bps, 1, 1_000_000)
+        }
     }
 
     pub fn validate(&self) -> Result<(), ParamError> {

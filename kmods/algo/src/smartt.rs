@@ -86,25 +86,27 @@ pub struct Params {
 }
 
 impl Params {
-    /// The paper's defaults (§III-J) and the UEC reference code's constants.
-    pub fn from_net(n: &NetConfig) -> Self {
-        Self {
-            rate_bytes_per_sec: n.rate_bytes_per_sec(),
-            mtu: n.mtu,
-            target_qdelay_ns: n.intra_rtt_ns / 2,
-            gamma_q16: ONE * 8 / 10,
-            max_md_q16: ONE / 2,
-            fi_q16: 5 * ONE,
-            pi_q16: 2 * ONE,
-            ref_bdp_bytes: 150_000,
-            avg_rtt_gain_q16: ONE / 80,
-            fast_increase_k: 2,
-            fast_increase_tol_q16: ONE / 20,
-            qa_qdelay_ns: n.intra_rtt_ns / 2,
-            qa_beta_q16: ONE / 2,
-            qa_scaling_q16: ONE,
-            max_wnd_bdp_q16: ONE * 3 / 2,
-            init_bdp_q16: ONE,
+    const_unless_bpf! {
+        /// The paper's defaults (§III-J) and the UEC reference code's constants.
+        pub fn from_net(n: &NetConfig) -> Self {
+            Self {
+                rate_bytes_per_sec: n.rate_bytes_per_sec(),
+                mtu: n.mtu,
+                target_qdelay_ns: n.intra_rtt_ns / 2,
+                gamma_q16: ONE * 8 / 10,
+                max_md_q16: ONE / 2,
+                fi_q16: 5 * ONE,
+                pi_q16: 2 * ONE,
+                ref_bdp_bytes: 150_000,
+                avg_rtt_gain_q16: ONE / 80,
+                fast_increase_k: 2,
+                fast_increase_tol_q16: ONE / 20,
+                qa_qdelay_ns: n.intra_rtt_ns / 2,
+                qa_beta_q16: ONE / 2,
+                qa_scaling_q16: ONE,
+                max_wnd_bdp_q16: ONE * 3 / 2,
+                init_bdp_q16: ONE,
+            }
         }
     }
 

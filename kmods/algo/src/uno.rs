@@ -95,24 +95,26 @@ pub struct Params {
 }
 
 impl Params {
-    /// The paper's defaults (uno-sc25 Table 2) for a network.
-    pub fn from_net(n: &NetConfig) -> Self {
-        let k = n.intra_bdp() / 7;
-        Self {
-            rate_bytes_per_sec: n.rate_bytes_per_sec(),
-            mtu: n.mtu,
-            ai_bdp_ppm: 1000,
-            k_bytes: sat_u32(if k < n.mtu as u64 { n.mtu as u64 } else { k }),
-            epoch_ns: n.intra_rtt_ns,
-            ecn_ewma_gain_q16: ONE * 65 / 100,
-            phantom_md_scale_q16: ONE * 3 / 10,
-            queue_delay_tol_q16: ONE * 55 / 1000,
-            qa_beta_q16: ONE / 2,
-            qa_scale_q16: ONE,
-            qa_period_q16: ONE,
-            max_md_q16: ONE / 2,
-            init_bdp_q16: ONE,
-            cumulative_gentle_md: 0,
+    const_unless_bpf! {
+        /// The paper's defaults (uno-sc25 Table 2) for a network.
+        pub fn from_net(n: &NetConfig) -> Self {
+            let k = n.intra_bdp() / 7;
+            Self {
+                rate_bytes_per_sec: n.rate_bytes_per_sec(),
+                mtu: n.mtu,
+                ai_bdp_ppm: 1000,
+                k_bytes: sat_u32(if k < n.mtu as u64 { n.mtu as u64 } else { k }),
+                epoch_ns: n.intra_rtt_ns,
+                ecn_ewma_gain_q16: ONE * 65 / 100,
+                phantom_md_scale_q16: ONE * 3 / 10,
+                queue_delay_tol_q16: ONE * 55 / 1000,
+                qa_beta_q16: ONE / 2,
+                qa_scale_q16: ONE,
+                qa_period_q16: ONE,
+                max_md_q16: ONE / 2,
+                init_bdp_q16: ONE,
+                cumulative_gentle_md: 0,
+            }
         }
     }
 

@@ -80,6 +80,11 @@ pub fn cc_set(name: &str, netns: Option<&str>) -> Result<()> {
                 .iter()
                 .find(|(cc, _)| *cc == name)
                 .map(|(_, m)| format!("; load it first: xdcc module load {m}"))
+                .or_else(|| {
+                    name.strip_prefix("bpf_")
+                        .filter(|b| XDCC_CCS.iter().any(|(cc, _)| cc == b))
+                        .map(|b| format!("; load it first: xdcc cc load {b} --bpf"))
+                })
                 .unwrap_or_default();
             bail!("congestion control `{name}` is not available (available: {}){hint}", available.join(" "));
         }
@@ -205,7 +210,7 @@ const PACING_KNOBS: &[&str] = &["window_pacing_pct", "window_pacing_ss_pct"];
 
 fn cc_dir(cc: &str) -> Result<PathBuf> {
     let Some((_, m)) = XDCC_CCS.iter().find(|(c, _)| *c == cc) else {
-        bail!("unknown congestion control `{cc}` (xdcc CCs with tunables: uno, gemini, oscar, smartt)");
+        bail!("unknown congestion control `{cc}` (xdcc CCs with tunables: uno, gemini, oscar, smartt, and bpf_<cc> for the BPF versions)");
     };
     let dir = sysctl_root().join("net/xdcc").join(cc);
     if !dir.is_dir() {
@@ -229,6 +234,9 @@ fn tunable_names(cc: &str) -> Vec<&'static str> {
 
 /// Every tunable of a loaded module with its current value.
 pub fn tunable_list(cc: &str) -> Result<Vec<(String, u64)>> {
+    if cc.starts_with("bpf_") {
+        return crate::bpfcc::tunable_list(cc);
+    }
     let dir = cc_dir(cc)?;
     tunable_names(cc)
         .into_iter()
@@ -243,7 +251,13 @@ pub fn tunable_list(cc: &str) -> Result<Vec<(String, u64)>> {
 
 pub fn tunable_get(cc: &str, name: &str) -> Result<u64> {
     let all = tunable_list(cc)?;
-    all.iter().find(|(n, _)| n == name).map(|(_, v)| *v).ok_or_else(|| unknown_tunable(cc, name))
+    all.iter().find(|(n, _)| n == name).map(|(_, v)| *v).ok_or_else(|| {
+        if cc.starts_with("bpf_") {
+            anyhow!("`{name}` is not a tunable of {cc} (known: {})", all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "))
+        } else {
+            unknown_tunable(cc, name)
+        }
+    })
 }
 
 fn unknown_tunable(cc: &str, name: &str) -> anyhow::Error {
@@ -290,6 +304,10 @@ pub fn tunable_set(cc: &str, name: &str, value: &str) -> Result<u64> {
         .trim()
         .parse()
         .map_err(|_| anyhow!("`{value}` is not a non-negative integer (units are in the name: _ns, _bytes, _q16, ...)"))?;
+    if cc.starts_with("bpf_") {
+        crate::bpfcc::tunable_set(cc, name, value)?;
+        return Ok(value);
+    }
     let current = tunable_list(cc)?;
     if !current.iter().any(|(n, _)| n == name) {
         return Err(unknown_tunable(cc, name));

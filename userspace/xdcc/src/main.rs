@@ -5,6 +5,7 @@
 //! modules and their tunables. Without an agent, `flows` shows tcp_info alone.
 
 mod agent;
+mod bpfcc;
 mod config;
 mod ebpf;
 mod flows;
@@ -45,7 +46,8 @@ enum Cmd {
     /// List, load or unload the xdcc kernel modules.
     #[command(subcommand)]
     Module(ModuleCmd),
-    /// Show or change a module's tunables (/proc/sys/net/xdcc/<cc>/).
+    /// Show or change a CC's tunables: a module's (/proc/sys/net/xdcc/<cc>/)
+    /// or, for bpf_<cc>, the BPF CC's configuration map.
     #[command(subcommand)]
     Tunable(TunableCmd),
     /// Per-flow telemetry: bytes, ECN marks, RTT, window, path.
@@ -169,6 +171,24 @@ enum CcCmd {
         name: String,
         #[arg(long)]
         netns: Option<String>,
+    },
+    /// Make an xdcc CC available: its kernel module (tcp_<cc>), or with
+    /// --bpf its BPF struct_ops version bpf_<cc> (stock kernels >= 6.4 with
+    /// BTF; stays registered after the command exits).
+    Load {
+        /// uno, gemini, oscar or smartt.
+        cc: String,
+        #[arg(long)]
+        bpf: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an xdcc CC loaded with `cc load` (sockets using a BPF CC keep
+    /// it until they close; a module in use is refused).
+    Unload {
+        cc: String,
+        #[arg(long)]
+        bpf: bool,
     },
 }
 
@@ -304,6 +324,32 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Cc(CcCmd::Set { name, netns }) => {
             kernel::cc_set(&name, netns.as_deref())?;
             println!("default congestion control{}: {name}", netns.map(|n| format!(" in netns {n}")).unwrap_or_default());
+            Ok(())
+        }
+        Cmd::Cc(CcCmd::Load { cc, bpf: true, json }) => {
+            let r = bpfcc::load(&cc)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                println!("loaded {} (pinned at {})", r.name, r.pinned);
+                let insns: Vec<String> = r.verified_insns.iter().map(|(p, n)| format!("{p} {n}")).collect();
+                println!("verifier instructions processed (limit 1000000): {}", insns.join(", "));
+            }
+            Ok(())
+        }
+        Cmd::Cc(CcCmd::Load { cc, bpf: false, .. }) => {
+            let path = kernel::module_load(&cc)?;
+            println!("loaded {path}");
+            Ok(())
+        }
+        Cmd::Cc(CcCmd::Unload { cc, bpf: true }) => {
+            bpfcc::unload(&cc)?;
+            println!("unloaded bpf_{}", bpfcc::algo_name(&cc)?);
+            Ok(())
+        }
+        Cmd::Cc(CcCmd::Unload { cc, bpf: false }) => {
+            kernel::module_unload(&cc)?;
+            println!("unloaded {cc}");
             Ok(())
         }
         Cmd::Module(ModuleCmd::List { json }) => {

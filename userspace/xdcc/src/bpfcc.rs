@@ -1,0 +1,343 @@
+//! The BPF struct_ops backend: bpf_uno, bpf_gemini, bpf_oscar and
+//! bpf_smartt, the same algorithm and Linux-adapter source as the kernel
+//! modules (kmods/bpf/), for stock kernels with BTF and BPF struct_ops TCP
+//! congestion control (any distribution kernel >= 6.4, which also has the
+//! struct_ops links used here).
+//!
+//! `load` registers a CC through a struct_ops link and pins the link and the
+//! configuration map under `<bpffs>/xdcc/bpf_<cc>/`, so the CC outlives the
+//! CLI; `unload` removes the pins, which unregisters the name (sockets that
+//! still use it keep running on it until they close). Tunables are one value
+//! in the configuration map, replaced as a whole after the same validation
+//! as the modules' sysctls (`linux::Config`).
+
+use std::{
+    fs,
+    os::fd::{AsFd, AsRawFd},
+    path::PathBuf,
+};
+
+use anyhow::{anyhow, bail, Context, Result};
+use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder};
+use serde::Serialize;
+use xdcc_algo::{gemini, linux, oscar, smartt, uno, NetConfig, Tunables};
+
+/// The embedded objects (built by build.rs with kmods/bpf/build.sh).
+const OBJECTS: [(&str, &[u8]); 4] = [
+    ("uno", include_bytes!(concat!(env!("OUT_DIR"), "/bpf-cc/bpf_uno.o"))),
+    ("gemini", include_bytes!(concat!(env!("OUT_DIR"), "/bpf-cc/bpf_gemini.o"))),
+    ("oscar", include_bytes!(concat!(env!("OUT_DIR"), "/bpf-cc/bpf_oscar.o"))),
+    ("smartt", include_bytes!(concat!(env!("OUT_DIR"), "/bpf-cc/bpf_smartt.o"))),
+];
+
+/// Size of the configuration map's value (kmods/bpf/shim.c, entry.rs).
+const CONFIG_BYTES: usize = 256;
+const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
+
+/// `uno` or `bpf_uno` → `uno`.
+pub fn algo_name(cc: &str) -> Result<&'static str> {
+    let base = cc.strip_prefix("bpf_").unwrap_or(cc);
+    OBJECTS
+        .iter()
+        .map(|(n, _)| *n)
+        .find(|n| *n == base)
+        .ok_or_else(|| anyhow!("unknown BPF congestion control `{cc}` (xdcc has bpf_uno, bpf_gemini, bpf_oscar, bpf_smartt)"))
+}
+
+/// Root of the BPF file system: $XDCC_BPFFS or /sys/fs/bpf.
+pub fn bpffs() -> PathBuf {
+    std::env::var_os("XDCC_BPFFS").map(PathBuf::from).unwrap_or_else(|| "/sys/fs/bpf".into())
+}
+
+fn pin_dir(algo: &str) -> PathBuf {
+    bpffs().join("xdcc").join(format!("bpf_{algo}"))
+}
+
+/// Whether `bpf_<cc>` is loaded by xdcc (its link is pinned).
+pub fn is_loaded(algo: &str) -> bool {
+    pin_dir(algo).join("link").exists()
+}
+
+/// Mounts the BPF file system at `bpffs()` if nothing is mounted there.
+fn ensure_bpffs() -> Result<()> {
+    let root = bpffs();
+    if let Ok(st) = nix::sys::statfs::statfs(&root) {
+        if st.filesystem_type().0 as i64 == BPF_FS_MAGIC {
+            return Ok(());
+        }
+    }
+    fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+    nix::mount::mount(Some("bpf"), &root, Some("bpf"), nix::mount::MsFlags::empty(), None::<&str>)
+        .map_err(|e| anyhow!("mounting the BPF file system at {}: {e} (root needed)", root.display()))
+}
+
+#[derive(Debug, Serialize)]
+pub struct LoadReport {
+    /// The name in tcp_available_congestion_control.
+    pub name: String,
+    pub pinned: String,
+    /// Instructions the verifier processed per program (of its 1M budget).
+    pub verified_insns: Vec<(String, u32)>,
+}
+
+/// Loads and registers `bpf_<cc>` with its default configuration.
+pub fn load(cc: &str) -> Result<LoadReport> {
+    let algo = algo_name(cc)?;
+    let name = format!("bpf_{algo}");
+    let dir = pin_dir(algo);
+    if is_loaded(algo) {
+        bail!("{name} is already loaded ({}); unload it first: xdcc cc unload {algo} --bpf", dir.display());
+    }
+    ensure_bpffs()?;
+    let bytes = OBJECTS.iter().find(|(n, _)| *n == algo).map(|(_, b)| *b).expect("algo_name checked it");
+    let open = ObjectBuilder::default()
+        .name(&name)
+        .with_context(|| format!("naming {name}"))?
+        .open_memory(bytes)
+        .with_context(|| format!("opening the {name} object"))?;
+    let mut obj = open.load().map_err(|e| {
+        anyhow!(
+            "the kernel refused {name}: {e}\n(needs BTF, BPF struct_ops TCP congestion control and struct_ops links: \
+             Linux >= 6.4 with CONFIG_DEBUG_INFO_BTF; the verifier's log is above)"
+        )
+    })?;
+    let verified_insns = obj
+        .progs()
+        .map(|p| (p.name().to_string_lossy().into_owned(), verified_insns(p.as_fd().as_raw_fd())))
+        .collect();
+    obj.maps()
+        .find(|m| m.name() == "xdcc_config")
+        .ok_or_else(|| anyhow!("{name}: no xdcc_config map in the object"))?
+        .update(&0u32.to_ne_bytes(), &default_config(algo), MapFlags::ANY)
+        .with_context(|| format!("{name}: writing the default configuration"))?;
+    let mut ops = obj
+        .maps_mut()
+        .find(|m| m.name() == "xdcc_ops")
+        .ok_or_else(|| anyhow!("{name}: no struct_ops map in the object"))?;
+    let mut link = ops.attach_struct_ops().map_err(|e| {
+        if e.kind() == libbpf_rs::ErrorKind::AlreadyExists {
+            anyhow!("the kernel already has a congestion control named {name} (loaded by another tool?)")
+        } else {
+            anyhow!("registering {name}: {e}")
+        }
+    })?;
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut pin = || -> Result<()> {
+        let mut config = obj.maps_mut().find(|m| m.name() == "xdcc_config").expect("found above");
+        config.pin(dir.join("config")).context("pinning the configuration map")?;
+        link.pin(dir.join("link")).context("pinning the struct_ops link")?;
+        Ok(())
+    };
+    if let Err(e) = pin() {
+        // Dropping the link unregisters the CC again: nothing stays behind.
+        let _ = fs::remove_file(dir.join("config"));
+        let _ = fs::remove_dir(&dir);
+        return Err(e);
+    }
+    Ok(LoadReport { name, pinned: dir.display().to_string(), verified_insns })
+}
+
+/// `bpf_prog_info.verified_insns` of a program fd.
+fn verified_insns(fd: i32) -> u32 {
+    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: `info` is a valid, writable bpf_prog_info of `len` bytes; the
+    // kernel writes at most `len` bytes and no pointer fields are set.
+    let r = unsafe {
+        libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info as *mut _ as *mut _, &mut len)
+    };
+    if r == 0 {
+        info.verified_insns
+    } else {
+        0
+    }
+}
+
+/// Unregisters `bpf_<cc>`: removes its pins. Sockets that use it keep it
+/// alive until they close; new ones can no longer select it.
+pub fn unload(cc: &str) -> Result<()> {
+    let algo = algo_name(cc)?;
+    let dir = pin_dir(algo);
+    if !is_loaded(algo) {
+        bail!("bpf_{algo} is not loaded by xdcc ({} does not exist)", dir.join("link").display());
+    }
+    fs::remove_file(dir.join("link")).with_context(|| format!("removing {}", dir.join("link").display()))?;
+    let _ = fs::remove_file(dir.join("config"));
+    let _ = fs::remove_dir(&dir);
+    Ok(())
+}
+
+// ---------------------------------------------------------------- tunables
+
+fn default_config(algo: &str) -> [u8; CONFIG_BYTES] {
+    let mut b = [0u8; CONFIG_BYTES];
+    let net = NetConfig::LINUX_DEFAULT;
+    let ok = match algo {
+        "uno" => linux::Config::<uno::Params>::for_net(&net).write_bytes(&mut b),
+        "gemini" => linux::Config::<gemini::Params>::for_net(&net).write_bytes(&mut b),
+        "oscar" => linux::Config::<oscar::Params>::for_net(&net).write_bytes(&mut b),
+        "smartt" => linux::Config::<smartt::Params>::for_net(&net).write_bytes(&mut b),
+        _ => unreachable!("algo_name checked it"),
+    };
+    assert!(ok, "entry.rs asserts every Config fits {CONFIG_BYTES} bytes");
+    b
+}
+
+fn config_map(algo: &str) -> Result<MapHandle> {
+    let p = pin_dir(algo).join("config");
+    if !is_loaded(algo) {
+        bail!("bpf_{algo} is not loaded (xdcc cc load {algo} --bpf)");
+    }
+    MapHandle::from_pinned_path(&p).with_context(|| format!("opening {}", p.display()))
+}
+
+/// The knobs of a BPF CC: the algorithm's, the window pacing ratios and the
+/// network the defaults derive from (as the modules' sysctls).
+const PACING: [&str; 2] = ["window_pacing_pct", "window_pacing_ss_pct"];
+const NET: [&str; 4] = ["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu"];
+
+fn names<P: Tunables>() -> Vec<&'static str> {
+    let mut v = P::TUNABLES.to_vec();
+    v.extend_from_slice(&NET);
+    v.extend_from_slice(&PACING);
+    v
+}
+
+fn values<P: Tunables>(c: &linux::Config<P>) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = P::TUNABLES.iter().map(|n| (n.to_string(), c.params.get(n).unwrap_or(0))).collect();
+    v.push((NET[0].into(), c.net.link_rate_bps / 1_000_000));
+    v.push((NET[1].into(), c.net.intra_rtt_ns as u64 / 1000));
+    v.push((NET[2].into(), c.net.inter_rtt_ns as u64 / 1000));
+    v.push((NET[3].into(), c.net.mtu as u64));
+    v.push((PACING[0].into(), c.pacing.ca_pct as u64));
+    v.push((PACING[1].into(), c.pacing.ss_pct as u64));
+    v
+}
+
+fn read<P: Tunables>(algo: &str, map: &MapHandle) -> Result<linux::Config<P>> {
+    let b = map
+        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .with_context(|| format!("reading bpf_{algo}'s configuration"))?
+        .ok_or_else(|| anyhow!("bpf_{algo}'s configuration map is empty (reload it)"))?;
+    linux::Config::<P>::read_bytes(&b).ok_or_else(|| anyhow!("bpf_{algo}'s configuration map holds an invalid set (reload it)"))
+}
+
+/// `name = value` applied to a copy of `c`, with the modules' rules: a
+/// parameter is validated with the whole set; a `net_*` value re-derives
+/// every parameter from the new network; pacing ratios are 0..=1000 %.
+fn apply<P: Tunables>(c: &linux::Config<P>, name: &str, value: u64) -> Result<linux::Config<P>> {
+    let mut n = *c;
+    if P::TUNABLES.contains(&name) {
+        n.params.set(name, value).map_err(|e| anyhow!("{e}"))?;
+    } else if let Some(i) = PACING.iter().position(|k| *k == name) {
+        let pct = linux::validate_pacing_pct(PACING[i], value).map_err(|e| anyhow!("{e}"))?;
+        if i == 0 {
+            n.pacing.ca_pct = pct;
+        } else {
+            n.pacing.ss_pct = pct;
+        }
+    } else if let Some(i) = NET.iter().position(|k| *k == name) {
+        let to_u32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        match i {
+            0 => n.net.link_rate_bps = value.saturating_mul(1_000_000),
+            1 => n.net.intra_rtt_ns = to_u32(value.saturating_mul(1000)),
+            2 => n.net.inter_rtt_ns = to_u32(value.saturating_mul(1000)),
+            _ => n.net.mtu = to_u32(value),
+        }
+        n.net.validate().map_err(|e| anyhow!("{name} = {value} rejected: {e}"))?;
+        n.params = P::from_net(&n.net);
+    } else {
+        bail!("`{name}` is not a tunable (known: {})", names::<P>().join(", "));
+    }
+    Ok(n)
+}
+
+fn write<P: Tunables>(algo: &str, map: &MapHandle, c: &linux::Config<P>) -> Result<()> {
+    let mut b = [0u8; CONFIG_BYTES];
+    if !c.write_bytes(&mut b) {
+        bail!("configuration does not fit {CONFIG_BYTES} bytes");
+    }
+    // One element replaced as a whole: an ACK sees the old or the new set.
+    map.update(&0u32.to_ne_bytes(), &b, MapFlags::ANY).with_context(|| format!("writing bpf_{algo}'s configuration"))
+}
+
+fn list_for<P: Tunables>(algo: &str) -> Result<Vec<(String, u64)>> {
+    Ok(values(&read::<P>(algo, &config_map(algo)?)?))
+}
+
+fn set_for<P: Tunables>(algo: &str, name: &str, value: u64) -> Result<()> {
+    let map = config_map(algo)?;
+    let cur = read::<P>(algo, &map)?;
+    if !names::<P>().contains(&name) {
+        bail!("`{name}` is not a tunable of bpf_{algo} (known: {})", names::<P>().join(", "));
+    }
+    let new = apply(&cur, name, value)?;
+    write(algo, &map, &new)
+}
+
+/// Every tunable of a loaded BPF CC with its value.
+pub fn tunable_list(cc: &str) -> Result<Vec<(String, u64)>> {
+    let algo = algo_name(cc)?;
+    match algo {
+        "uno" => list_for::<uno::Params>(algo),
+        "gemini" => list_for::<gemini::Params>(algo),
+        "oscar" => list_for::<oscar::Params>(algo),
+        _ => list_for::<smartt::Params>(algo),
+    }
+}
+
+/// Validates, then replaces the configuration; on any error nothing changes.
+pub fn tunable_set(cc: &str, name: &str, value: u64) -> Result<()> {
+    let algo = algo_name(cc)?;
+    match algo {
+        "uno" => set_for::<uno::Params>(algo, name, value),
+        "gemini" => set_for::<gemini::Params>(algo, name, value),
+        "oscar" => set_for::<oscar::Params>(algo, name, value),
+        _ => set_for::<smartt::Params>(algo, name, value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_with_or_without_the_prefix() {
+        assert_eq!(algo_name("bpf_uno").unwrap(), "uno");
+        assert_eq!(algo_name("smartt").unwrap(), "smartt");
+        assert!(algo_name("cubic").unwrap_err().to_string().contains("bpf_gemini"));
+    }
+
+    #[test]
+    fn embedded_objects_are_bpf_elf_files() {
+        for (cc, b) in OBJECTS {
+            assert_eq!(&b[..4], b"\x7fELF", "{cc}");
+            assert_eq!(u16::from_le_bytes([b[18], b[19]]), 247, "{cc}: e_machine is not EM_BPF");
+        }
+    }
+
+    #[test]
+    fn default_config_round_trips_and_tunables_follow_the_module_rules() {
+        let b = default_config("uno");
+        let c = linux::Config::<uno::Params>::read_bytes(&b).unwrap();
+        assert_eq!(c, linux::Config::for_net(&NetConfig::LINUX_DEFAULT));
+        let k = apply(&c, "k_bytes", 30_000).unwrap();
+        assert_eq!(k.params.k_bytes, 30_000);
+        assert!(apply(&c, "qa_beta_q16", 10_000_000).unwrap_err().to_string().contains("qa_beta_q16"));
+        assert!(apply(&c, "window_pacing_pct", 1001).is_err());
+        assert_eq!(apply(&c, "window_pacing_ss_pct", 300).unwrap().pacing.ss_pct, 300);
+        let n = apply(&c, "net_link_rate_mbps", 1000).unwrap();
+        assert_eq!(n.params, uno::Params::from_net(&NetConfig { link_rate_bps: 1_000_000_000, ..NetConfig::LINUX_DEFAULT }));
+        assert!(apply(&c, "net_inter_rtt_us", 10).is_err(), "inter < intra");
+        assert!(apply(&c, "nope", 1).is_err());
+    }
+
+    #[test]
+    fn a_corrupt_config_is_refused() {
+        let mut b = default_config("gemini");
+        let at = std::mem::offset_of!(linux::Config<gemini::Params>, pacing);
+        assert!(linux::Config::<gemini::Params>::read_bytes(&b).is_some());
+        b[at..at + 4].copy_from_slice(&5000u32.to_ne_bytes());
+        assert!(linux::Config::<gemini::Params>::read_bytes(&b).is_none(), "a 5000 % pacing ratio was accepted");
+    }
+}
