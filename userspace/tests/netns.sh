@@ -2,7 +2,7 @@
 # Host tests of the eBPF programs, the xdcc agent and the CLI, in network
 # namespaces and a cgroup made here (nothing else on the machine is touched).
 #
-#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [phantom]   (default: all; root)
+#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [phantom] [bpfcc]   (default: all; root)
 #
 # Needs target/release/xdcc (cargo build --release -p xdcc), python3, jq,
 # nft, bpftool and iproute2 (ebpf/install-toolchain.sh installs them).
@@ -15,7 +15,7 @@ XFER="python3 $root/userspace/tests/xfer.py"
 [[ -x $X ]] || { echo "netns.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "netns.sh: must run as root" >&2; exit 2; }
 sections=("$@")
-((${#sections[@]})) || sections=(telemetry reroute cli switch phantom)
+((${#sections[@]})) || sections=(telemetry reroute cli switch phantom bpfcc)
 
 tag=x$$
 work=$(mktemp -d /tmp/xdcc-netns.XXXXXX)
@@ -464,10 +464,127 @@ phantom() {
     expect_fail "mark-amrt: bad hook" "possible values" "$X" mark-amrt --iface p1 --rate-mbit 50 --hook middle
 }
 
+# ---------------------------------------------------------------- bpfcc
+# The BPF struct_ops CCs (xdcc cc load <cc> --bpf) on the host kernel:
+# snd — rtr — rcv, a 200 Mbit/s TBF on the router's port to rcv, which also
+# marks CE on every 25th ECT packet in the ECN part.
+bpfcc() {
+    log "bpfcc: bpf_uno/gemini/oscar/smartt registered, carry traffic, echo CE, tunable, unloaded in use"
+    local c
+    for c in uno gemini oscar smartt; do "$X" cc unload $c --bpf >/dev/null 2>&1 || true; done
+    local dmesg0; dmesg0=$(dmesg | wc -l)
+    for c in uno gemini oscar smartt; do
+        if "$X" cc load $c --bpf --json >"$work/load-$c.json" 2>"$work/load-$c.log"; then
+            check "bpf_$c: loaded" true
+            check "bpf_$c: every program verified within 25 % of the 1M-instruction budget" \
+                bash -c "(( \$(jq '[.verified_insns[][1]] | max' '$work/load-$c.json') < 250000 ))"
+            log "bpf_$c verifier: $(jq -c '.verified_insns' "$work/load-$c.json")"
+        else
+            check "bpf_$c: loaded ($(tail -3 "$work/load-$c.log"))" false
+        fi
+        check "bpf_$c: in tcp_available_congestion_control" grep -qw bpf_$c /proc/sys/net/ipv4/tcp_available_congestion_control
+    done
+    expect_fail "cc load --bpf: loading twice refused" "already loaded" "$X" cc load uno --bpf
+    expect_fail "cc load --bpf: unknown CC refused" "unknown BPF congestion control" "$X" cc load cubic --bpf
+    expect_fail "cc unload --bpf: unknown CC refused" "unknown BPF congestion control" "$X" cc unload reno --bpf
+
+    local S R D; mkns S b; mkns R br; mkns D bd
+    link "$S" s0 "$R" r0; link "$R" r1 "$D" d0
+    ip -n "$S" addr add 10.97.1.1/24 dev s0; ip -n "$R" addr add 10.97.1.254/24 dev r0
+    ip -n "$R" addr add 10.97.2.254/24 dev r1; ip -n "$D" addr add 10.97.2.1/24 dev d0
+    ip -n "$S" route add default via 10.97.1.254; ip -n "$D" route add default via 10.97.2.254
+    in_ns "$R" sysctl -qw net.ipv4.ip_forward=1
+    for n in "$S" "$D"; do in_ns "$n" sysctl -qw net.ipv4.tcp_ecn=1; done
+    in_ns "$R" tc qdisc add dev r1 root tbf rate 200mbit burst 32k latency 20ms
+    ip netns exec "$D" iperf3 -s -p 5401 -D
+    sleep 0.5
+    # A namespace may make a BPF CC its default (TCP_CONG_NON_RESTRICTED).
+    check "bpf_gemini: default CC of a network namespace" "$X" cc set bpf_gemini --netns "$D"
+
+    local n=20000000 port=6101
+    for c in uno gemini oscar smartt; do
+        rm -f "$work/ready"
+        ip netns exec "$D" $XFER recv --port $port --cc bpf_$c --out "$work/brecv-$c.json" --ready "$work/ready" &
+        local rpid=$!
+        wait_file "$work/ready"
+        in_ns "$S" $XFER send --to 10.97.2.1 --port $port --bytes $n --cc bpf_$c >"$work/bsend-$c.json"
+        wait $rpid
+        check "bpf_$c: 20 MB transfer byte-exact (sha256)" eq "$(jq -r .sha256 "$work/bsend-$c.json")" "$(jq -r .sha256 "$work/brecv-$c.json")"
+        port=$((port + 1))
+        # throughput and the kernel's view of the socket during a 3 s run
+        in_ns "$S" iperf3 -c 10.97.2.1 -p 5401 -t 3 -C bpf_$c -J >"$work/iperf-$c.json" &
+        local ip=$!
+        sleep 1.5
+        in_ns "$S" ss -tin dst 10.97.2.1 dport = 5401 >"$work/ss-$c.txt" || true
+        wait $ip || true
+        local mbps; mbps=$(jq '.end.sum_received.bits_per_second / 1e6 | floor' "$work/iperf-$c.json" 2>/dev/null || echo 0)
+        log "bpf_$c: $mbps Mbit/s over the 200 Mbit/s port; ss: $(grep -A1 "bpf_$c" "$work/ss-$c.txt" | grep -o 'bpf_[a-z]*\|cwnd:[0-9]*\|pacing_rate [0-9]*bps' | tr '\n' ' ')"
+        check "bpf_$c: > 100 Mbit/s over a 200 Mbit/s port ($mbps)" le 100 "$mbps"
+        check "bpf_$c: ss -tin shows the CC" grep -q "bpf_$c" "$work/ss-$c.txt"
+    done
+
+    # CE echo: the receiver (bpf_gemini, its namespace default) echoes each
+    # CE mark on about one ACK (DCTCP style), where RFC 3168 repeats ECE
+    # until the sender's CWR. Counted by the xdcc agents' telemetry.
+    local cs cd; cs=$(new_cgroup bsnd); cd=$(new_cgroup brcv)
+    start_agent "$S" "$work/bs.sock" "$cs" --iface s0
+    start_agent "$D" "$work/bd.sock" "$cd" --iface d0
+    ip netns exec "$R" "$X" mark-ce --iface r1 --every 25 >"$work/bmarker.json" 2>"$work/bmarker.log" &
+    local marker=$!; pids+=("$marker")
+    sleep 1
+    rm -f "$work/ready"
+    run_in_cgroup "$cd" "$D" $XFER recv --port 6201 --out "$work/ce-recv.json" --ready "$work/ready" &
+    local rpid=$!
+    wait_file "$work/ready"
+    run_in_cgroup "$cs" "$S" $XFER send --to 10.97.2.1 --port 6201 --bytes $n --cc bpf_gemini >"$work/ce-send.json"
+    wait $rpid
+    sleep 1.5
+    kill "$marker"; wait "$marker" || true
+    local snd rcv
+    snd=$(flow_json "$S" "$work/bs.sock" "$(jq -r .local "$work/ce-send.json")")
+    rcv=$(flow_json "$D" "$work/bd.sock" "$(jq -r .local "$work/ce-recv.json")")
+    log "CE echo: receiver saw CE on $(jq .ce_in <<<"$rcv") segments, sent $(jq .ece_out <<<"$rcv") ECE ACKs"
+    check "CE echo: transfer under marks byte-exact" eq "$(jq -r .sha256 "$work/ce-send.json")" "$(jq -r .sha256 "$work/ce-recv.json")"
+    check "CE echo: receiver saw CE (> 10)" le 10 "$(jq .ce_in <<<"$rcv")"
+    check "CE echo: ECE ACKs <= 2 per CE segment (DCTCP-style echo, not RFC 3168's)" \
+        bash -c "(( $(jq .ece_out <<<"$rcv") <= 2 * $(jq .ce_in <<<"$rcv") && $(jq .ece_out <<<"$rcv") > 0 ))"
+    check "CE echo: sender got every ECE ACK" eq "$(jq .ece_in <<<"$snd")" "$(jq .ece_out <<<"$rcv")"
+    check "ECN negotiated by bpf_gemini (TCP_CONG_NEEDS_ECN): every data segment ECT" le "$(jq '.segs_out - 3' <<<"$snd")" "$(jq .ect_out <<<"$snd")"
+
+    # Tunables: validated, then replaced as a whole.
+    check "tunable set bpf_uno k_bytes 30000" "$X" tunable set bpf_uno k_bytes 30000
+    check "tunable get bpf_uno k_bytes = 30000" eq "$("$X" tunable get bpf_uno k_bytes)" 30000
+    expect_fail "tunable: out-of-range value refused" "qa_beta_q16" "$X" tunable set bpf_uno qa_beta_q16 99999999
+    check "tunable: refused value left the old one" eq "$("$X" tunable get bpf_uno qa_beta_q16)" 32768
+    expect_fail "tunable: unknown name refused" "not a tunable" "$X" tunable set bpf_uno nosuch 1
+    check "tunable: net_link_rate_mbps 1000 re-derives rate_bytes_per_sec" bash -c \
+        "'$X' tunable set bpf_uno net_link_rate_mbps 1000 && [[ \$('$X' tunable get bpf_uno rate_bytes_per_sec) == 125000000 ]]"
+    check "tunable list bpf_smartt has the pacing ratios" bash -c "'$X' tunable list bpf_smartt | grep -q 'window_pacing_ss_pct = 200'"
+
+    # Unload while a socket uses it: the name goes, the flow finishes.
+    rm -f "$work/ready"
+    ip netns exec "$D" $XFER recv --port 6301 --out "$work/ul-recv.json" --ready "$work/ready" &
+    rpid=$!
+    wait_file "$work/ready"
+    in_ns "$S" $XFER send --to 10.97.2.1 --port 6301 --bytes 60000000 --cc bpf_smartt >"$work/ul-send.json" &
+    local spid=$!
+    sleep 0.5
+    check "unload bpf_smartt while a flow uses it" "$X" cc unload smartt --bpf
+    check "bpf_smartt gone from tcp_available_congestion_control" bash -c "! grep -qw bpf_smartt /proc/sys/net/ipv4/tcp_available_congestion_control"
+    wait $spid; wait $rpid
+    check "the flow on the unloaded CC finished byte-exact" eq "$(jq -r .sha256 "$work/ul-send.json")" "$(jq -r .sha256 "$work/ul-recv.json")"
+    expect_fail "cc unload --bpf: not loaded refused" "not loaded" "$X" cc unload smartt --bpf
+    in_ns "$D" sysctl -qw net.ipv4.tcp_congestion_control=reno
+    for c in uno gemini oscar; do check "unload bpf_$c" "$X" cc unload $c --bpf; done
+    check "no xdcc pins left" bash -c "[[ -z \$(ls /sys/fs/bpf/xdcc 2>/dev/null) ]]"
+    check "no BPF CC left registered" bash -c "! grep -q bpf_ /proc/sys/net/ipv4/tcp_available_congestion_control"
+    check "no kernel warning during the BPF CC tests" bash -c "! dmesg | tail -n +$((dmesg0 + 1)) | grep -E 'WARNING|BUG|Oops|leak'"
+}
+
 for s in "${sections[@]}"; do
     case $s in
-        telemetry|reroute|cli|switch|phantom) "$s" ;;
-        *) echo "netns.sh: unknown section $s (telemetry, reroute, cli, switch, phantom)" >&2; exit 2 ;;
+        telemetry|reroute|cli|switch|phantom|bpfcc) "$s" ;;
+        *) echo "netns.sh: unknown section $s (telemetry, reroute, cli, switch, phantom, bpfcc)" >&2; exit 2 ;;
     esac
 done
 echo "$passed passed, $failed failed"
