@@ -52,7 +52,13 @@ pub fn xdcc_amrt(ctx: TcContext) -> i32 {
     // SAFETY: `state` is a live array value, 8-byte aligned (BPF_XCHG).
     let prev = unsafe { atomic_xchg::<u64, { AtomicOrdering::SeqCst }>(state, cur) };
     let (prev_len, prev_t) = (prev >> 48, prev & TIME_MASK);
+    // Two CPUs can swap their times in the opposite order of their clock
+    // reads: then `now` is behind `prev_t` and the masked difference is
+    // close to 2^48, not a long idle period. Such a packet followed
+    // another one immediately: no spare time. (The 48-bit clock itself
+    // wraps every 78 hours; a forward gap is always below 2^47.)
     let gap = now.wrapping_sub(prev_t) & TIME_MASK;
+    let gap = if gap >= 1 << 47 { 0 } else { gap };
     let prev_tx = prev_len.wrapping_mul(ps_per_byte) / 1000;
     let spare = prev != 0 && gap.saturating_sub(prev_tx) >= mtu_ns;
 

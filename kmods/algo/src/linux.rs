@@ -44,8 +44,9 @@
 //! - **Without ECN** (a peer with `net.ipv4.tcp_ecn=0`, or a middlebox that
 //!   clears ECT so the handshake fails): no ECE ever arrives. DCTCP falls
 //!   back to Reno; xdcc keeps the algorithm running on its other signals —
-//!   each algorithm file says what remains (losses and QuickAdapt for
-//!   UnoCC, delay and losses for Gemini and SMaRTT, delay for OSCAR) — and
+//!   losses and QuickAdapt for UnoCC; losses and its WAN delay signal
+//!   (RTT above base + T) for Gemini; losses and delay-armed QuickAdapt for
+//!   SMaRTT; delay for OSCAR (tests/linux.rs, `without_ecn_...`) — and
 //!   reports `ecn_ok = 0` in its state so the operator can see it.
 
 use super::fixed::{mul_div, mul_sat, sat_u32};

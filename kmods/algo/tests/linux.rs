@@ -244,3 +244,49 @@ fn receiver_echoes_ce_changes_immediately() {
     assert_eq!(e, CeEcho { flush_ack_seq: 8000, flush: true, flush_ce: true, ack_now: true, demand_cwr: false });
     assert!(f.on_ce_event(CA_EVENT_TX_START, 0, false).is_none());
 }
+
+/// Runs `n` unmarked ACKs `gap_us` apart with RTT `rtt_us`; returns the window.
+fn run_rtt<A: CongestionControl>(f: &mut Flow<A>, p: &A::Params, s0: Sock, t: &mut u64, n: usize, gap_us: u64, rtt_us: i64) -> u32 {
+    for _ in 0..n {
+        *t += gap_us;
+        let s = Sock { now_us: *t, ..s0 };
+        f.on_ack(p, &Pacing::DEFAULT, &s, &ack(*t, rtt_us, false));
+    }
+    f.cwnd_pkts(&Sock { now_us: *t, ..s0 })
+}
+
+/// Finding 8: a non-ECN peer (`ecn_ok = 0`, no ECE ever). The ECN-based
+/// CCs keep their other signals instead of freezing or growing unbounded:
+/// a loss cuts the window, and queueing delay cuts Gemini's (its WAN
+/// signal: RTT above base + 5 ms) and SMaRTT's (QuickAdapt: RTT above base +
+/// qa_qdelay while less than half a window is delivered per target RTT,
+/// hence the sparse ACKs, `ack_gap_us`). UnoCC's delay input only scales its
+/// ECN cut, so without ECN it has losses and QuickAdapt.
+fn without_ecn<A: CongestionControl + Copy>(p: &A::Params, delay_cuts: bool, ack_gap_us: u64) {
+    let s0 = Sock { ecn_ok: 0, ..sock(0) };
+    let mut t = 1_000_000;
+    let mut f = Flow::<A>::new(p, &Sock { now_us: t, ..s0 });
+    assert!(!f.link().ecn_ok(), "the adapter reports ECN as not negotiated");
+    run_rtt(&mut f, p, s0, &mut t, 400, 20, 200);
+    // Loss: fast recovery cuts.
+    let mut lossy = f;
+    let w0 = lossy.cwnd_pkts(&Sock { now_us: t, ..s0 });
+    let u = lossy.on_set_state(p, &Pacing::DEFAULT, &Sock { now_us: t, ..s0 }, TCP_CA_RECOVERY);
+    assert!(u.is_some_and(|u| u.cwnd_pkts < w0), "no cut on loss without ECN: {w0} -> {u:?}");
+    if delay_cuts {
+        // Delay: 2000 more ACKs at the base RTT vs at base + 10 ms of queue
+        // (above Gemini's 5 ms WAN threshold T and SMaRTT's target delay).
+        let (mut calm, mut queued) = (f, f);
+        let (mut t1, mut t2) = (t, t);
+        let w_calm = run_rtt(&mut calm, p, s0, &mut t1, 2000, ack_gap_us, 200);
+        let w_queued = run_rtt(&mut queued, p, s0, &mut t2, 2000, ack_gap_us, 10_200);
+        assert!(w_queued < w_calm, "{}: no reaction to 10 ms of queueing without ECN: {w_queued} vs {w_calm} (from {w0})", core::any::type_name::<A>());
+    }
+}
+
+#[test]
+fn without_ecn_the_ccs_keep_their_loss_and_delay_signals() {
+    without_ecn::<uno::Uno>(&uno::Params::from_net(&NET), false, 20);
+    without_ecn::<gemini::Gemini>(&gemini::Params::from_net(&NET), true, 20);
+    without_ecn::<smartt::Smartt>(&smartt::Params::from_net(&NET), true, 500);
+}
