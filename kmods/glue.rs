@@ -36,7 +36,7 @@ use super::algo::{CongestionControl, NetConfig, Tunables};
 /// One xdcc congestion control as the kernel sees it.
 pub trait KernelCc: 'static {
     /// The algorithm from `kmods/algo`.
-    type Algo: CongestionControl<Params = Self::Params>;
+    type Algo: CongestionControl<Params = Self::Params> + Copy;
     /// Its tunables.
     type Params: Tunables + 'static;
     /// The algorithm reads ECN marks: ECT on every packet
@@ -87,6 +87,20 @@ impl Sk {
         // SAFETY: guaranteed by the caller; the area is 8-byte aligned (an
         // array of u64) and large enough (checked above).
         unsafe { &mut *(bindings::inet_csk_ca(self.sk) as *mut Flow<A>) }
+    }
+
+    /// A copy of the per-socket CC state, read without the socket lock (for
+    /// `get_info`, as DCTCP's reads its fields): a concurrent ACK may make
+    /// the copy a mix of two updates, never invalid (plain integers).
+    ///
+    /// # Safety
+    /// The CA private area must hold a `Flow<A>` or be zeroed (it is zeroed
+    /// when the CC is assigned, before `init`), and stay mapped for the call.
+    unsafe fn flow_snapshot<A: Copy>(&self) -> Flow<A> {
+        const { assert!(linux::fits_ca_priv::<A>()) };
+        // SAFETY: guaranteed by the caller (an all-zero `Flow` is valid:
+        // integers and bools only); aligned and large enough as above.
+        unsafe { core::ptr::read_volatile(bindings::inet_csk_ca(self.sk) as *const Flow<A>) }
     }
 
     /// The adapter's view of the socket.
@@ -331,6 +345,36 @@ unsafe extern "C" fn undo_cwnd<T: KernelCc>(sk: *mut bindings::sock) -> u32 {
     unsafe { sk.flow::<T::Algo>() }.undo_cwnd_pkts(&view)
 }
 
+/// `INET_DIAG_VEGASINFO` (uapi `linux/inet_diag.h`): the request bit by
+/// which `ss -i` and `xdcc flows` ask for the CC's `get_info`.
+const INET_DIAG_VEGASINFO: u32 = 3;
+/// `sizeof(union tcp_cc_info)` (uapi `linux/inet_diag.h`; its largest
+/// member is `struct tcp_bbr_info`, five u32). Opaque in the bindings.
+const TCP_CC_INFO_BYTES: usize = 20;
+
+unsafe extern "C" fn get_info<T: KernelCc>(
+    sk: *mut bindings::sock,
+    ext: u32,
+    attr: *mut c_int,
+    info: *mut bindings::tcp_cc_info,
+) -> usize {
+    if ext & (1 << (INET_DIAG_VEGASINFO - 1)) == 0 {
+        return 0;
+    }
+    const { assert!(TCP_CC_INFO_BYTES >= linux::CcInfo::BYTES) };
+    // SAFETY: inet_diag calls `get_info` under RCU for a full TCP socket
+    // whose CC is this one; the CA area holds our `Flow` or is still zeroed
+    // (`flow_snapshot`); no lock is held, so only a snapshot is read.
+    let bytes = unsafe { Sk::new(sk).flow_snapshot::<T::Algo>() }.info().to_bytes();
+    // SAFETY: `info` points to a `union tcp_cc_info` (at least as large as
+    // `CcInfo`, checked above) and `attr` to an int, both the caller's.
+    unsafe {
+        core::ptr::copy_nonoverlapping(bytes.as_ptr(), info as *mut u8, bytes.len());
+        *attr = linux::INET_DIAG_XDCC as c_int;
+    }
+    bytes.len()
+}
+
 /// One sysctl file per tunable, then `net_*` files that re-derive every
 /// tunable from the papers' defaults for a new network description, then the
 /// two window-pacing ratios.
@@ -524,6 +568,7 @@ impl<T: KernelCc> Registration<T> {
         ops.cwnd_event = Some(cwnd_event::<T>);
         ops.ssthresh = Some(ssthresh::<T>);
         ops.undo_cwnd = Some(undo_cwnd::<T>);
+        ops.get_info = Some(get_info::<T>);
         let mut ops = KBox::pin(ops, GFP_KERNEL)?;
         // SAFETY: `ops` is pinned and outlives the registration (unregistered
         // in `Drop` before it is freed).

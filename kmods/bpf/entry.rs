@@ -13,7 +13,7 @@
 #[path = "../algo/src/lib.rs"]
 mod algo;
 
-use algo::linux::{CeEcho, Config, Flow, RateSample, Sock, Update};
+use algo::linux::{CcInfo, CeEcho, Config, Flow, RateSample, Sock, Update};
 use algo::CongestionControl;
 
 /// Size of the configuration map's value (`struct xdcc_config` in shim.c).
@@ -118,6 +118,13 @@ macro_rules! entries {
             pub unsafe extern "C" fn undo_cwnd(flow: *mut F, s: *const Sock) -> u32 {
                 // SAFETY: see above.
                 unsafe { (*flow).undo_cwnd_pkts(&*s) }
+            }
+
+            /// The flow's `CcInfo` (the flow iterator's record).
+            #[export_name = concat!("xdcc_", stringify!($cc), "_info")]
+            pub unsafe extern "C" fn info(flow: *const F, out: *mut CcInfo) {
+                // SAFETY: see above.
+                unsafe { *out = (*flow).info() }
             }
 
             /// Writes the default configuration (the modules' defaults).

@@ -11,6 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 
 char _license[] SEC("license") = "GPL";
 
@@ -51,6 +52,19 @@ struct xdcc_ce_echo {
 	__u32 flush_ack_seq;
 	__u8 flush, flush_ce, ack_now, demand_cwr;
 };
+/* linux::CcInfo: what `xdcc flows` shows of the CC's per-flow state. */
+struct xdcc_cc_info {
+	__u8 version, flags, rtos, recoveries;
+	__u32 values[4];
+};
+/* One record of the flow iterator (xdcc_flows below). Addresses in network
+ * byte order, IPv4 as v4-mapped IPv6; ports in host order. */
+struct xdcc_flow_record {
+	__u8 saddr[16], daddr[16];
+	__u16 sport, dport;
+	__u32 state;
+	struct xdcc_cc_info info;
+};
 /* The algorithm's Params followed by the pacing ratios; opaque here. */
 struct xdcc_config {
 	__u8 bytes[256]; /* entry.rs checks every Config fits */
@@ -87,6 +101,7 @@ extern __u32 ENTRY(ce_event)(void *flow, __u32 ev, __u32 rcv_nxt, __u32 pending,
 			     struct xdcc_ce_echo *out);
 extern __u32 ENTRY(ssthresh)(const void *flow, const struct xdcc_sock *s);
 extern __u32 ENTRY(undo_cwnd)(void *flow, const struct xdcc_sock *s);
+extern void ENTRY(info)(const void *flow, struct xdcc_cc_info *out);
 extern void ENTRY(default_config)(void *cfg);
 
 /*
@@ -308,6 +323,128 @@ __u32 BPF_PROG(xdcc_undo_cwnd, struct sock *sk)
 	cwnd = ENTRY(undo_cwnd)(flow, &s);
 	PUT_PRIV(sk, flow);
 	return cwnd;
+}
+
+/*
+ * Flow iterator ("flows_<cc>"): one xdcc_flow_record per TCP socket of the
+ * reader's network namespace that runs this CC (what get_info gives a
+ * module; struct_ops CCs have no get_info). `xdcc cc load --bpf` pins a link
+ * as /sys/fs/bpf/xdcc/bpf_<cc>/flows, which keeps the program alive; each
+ * read of that file walks the sockets afresh. `xdcc flows` finds the program
+ * by name instead, as `ip netns exec` hides the host's /sys/fs/bpf.
+ */
+#define AF_INET6 10
+#define TCP_LISTEN 10
+
+static const char xdcc_name[] = "bpf_" XSTR(XDCC_CC);
+
+SEC("iter/tcp")
+int XCAT3(flows_, XDCC_CC, )(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct xdcc_flow_record rec = {};
+	const struct tcp_congestion_ops *ops;
+	struct tcp_sock *tp;
+	char name[sizeof(xdcc_name)];
+	__u64 flow[CA_PRIV_SIZE / 8];
+
+	if (!skc)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp || skc->skc_state == TCP_LISTEN)
+		return 0;
+	ops = tp->inet_conn.icsk_ca_ops;
+	if (!ops || bpf_probe_read_kernel(name, sizeof(name), ops->name))
+		return 0;
+	for (int i = 0; i < sizeof(name); i++)
+		if (name[i] != xdcc_name[i])
+			return 0;
+	if (bpf_probe_read_kernel(flow, sizeof(flow), tp->inet_conn.icsk_ca_priv))
+		return 0;
+	if (skc->skc_family == AF_INET6) {
+		bpf_probe_read_kernel(rec.saddr, 16, &skc->skc_v6_rcv_saddr);
+		bpf_probe_read_kernel(rec.daddr, 16, &skc->skc_v6_daddr);
+	} else {
+		rec.saddr[10] = rec.saddr[11] = rec.daddr[10] = rec.daddr[11] = 0xff;
+		__builtin_memcpy(&rec.saddr[12], &skc->skc_rcv_saddr, 4);
+		__builtin_memcpy(&rec.daddr[12], &skc->skc_daddr, 4);
+	}
+	rec.sport = skc->skc_num;
+	rec.dport = bpf_ntohs(skc->skc_dport);
+	rec.state = skc->skc_state;
+	ENTRY(info)(flow, &rec.info);
+	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
+	return 0;
+}
+
+/*
+ * Replay harness of the equivalence test (userspace/xdcc/src/bpfcc_equivalence.rs):
+ * BPF_PROG_TEST_RUN of this syscall program applies one recorded event to
+ * the flow state carried in the context and returns the adapter's outputs,
+ * so the same event sequence can be fed to this BPF build and to the
+ * userspace build of the algorithms. `xdcc cc load` does not load it.
+ */
+struct xdcc_replay {
+	__u32 kind, arg, rcv_nxt, pending;		/* in */
+	struct xdcc_sock s;
+	struct xdcc_rate_sample rs;
+	__u32 ret, pad;					/* out */
+	struct xdcc_update u;
+	struct xdcc_ce_echo e;
+	struct xdcc_cc_info info;
+	__u32 pad2;
+	__u64 flow[CA_PRIV_SIZE / 8];			/* in and out */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xdcc_replay);
+} xdcc_replay_buf SEC(".maps");
+
+enum { REPLAY_INIT, REPLAY_ACK, REPLAY_SET_STATE, REPLAY_CWND_EVENT, REPLAY_CE_EVENT,
+       REPLAY_SSTHRESH, REPLAY_UNDO };
+
+SEC("syscall")
+int XCAT3(replay_, XDCC_CC, )(struct xdcc_replay *ctx)
+{
+	const void *cfg = xdcc_cfg();
+	__u32 key = 0;
+	struct xdcc_replay *r = bpf_map_lookup_elem(&xdcc_replay_buf, &key);
+
+	if (!r || !cfg)
+		return 1;
+	__builtin_memcpy(r, ctx, sizeof(*r));
+	r->ret = 0;
+	switch (r->kind) {
+	case REPLAY_INIT:
+		ENTRY(init)(r->flow, cfg, &r->s);
+		break;
+	case REPLAY_ACK:
+		ENTRY(cong_control)(r->flow, cfg, &r->s, &r->rs, &r->u);
+		break;
+	case REPLAY_SET_STATE:
+		r->ret = ENTRY(set_state)(r->flow, cfg, &r->s, r->arg, &r->u);
+		break;
+	case REPLAY_CWND_EVENT:
+		r->ret = ENTRY(cwnd_event)(r->flow, cfg, &r->s, r->arg, &r->u);
+		break;
+	case REPLAY_CE_EVENT:
+		r->ret = ENTRY(ce_event)(r->flow, r->arg, r->rcv_nxt, r->pending, &r->e);
+		break;
+	case REPLAY_SSTHRESH:
+		r->ret = ENTRY(ssthresh)(r->flow, &r->s);
+		break;
+	case REPLAY_UNDO:
+		r->ret = ENTRY(undo_cwnd)(r->flow, &r->s);
+		break;
+	default:
+		return 2;
+	}
+	ENTRY(info)(r->flow, &r->info);
+	__builtin_memcpy(ctx, r, sizeof(*r));
+	return 0;
 }
 
 SEC(".struct_ops.link")

@@ -484,6 +484,10 @@ bpfcc() {
         fi
         check "bpf_$c: in tcp_available_congestion_control" grep -qw bpf_$c /proc/sys/net/ipv4/tcp_available_congestion_control
     done
+    # The same callback sequences through the BPF and the userspace builds.
+    check "BPF and userspace builds: identical outputs and state, event by event (all four CCs)" \
+        bash -c "cd '$root' && cargo test --release --locked -q -p xdcc bpfcc_equivalence -- --ignored --nocapture >'$work/equiv.log' 2>&1"
+    grep '^bpf_' "$work/equiv.log" | while read -r l; do log "$l"; done
     expect_fail "cc load --bpf: loading twice refused" "already loaded" "$X" cc load uno --bpf
     expect_fail "cc load --bpf: unknown CC refused" "unknown BPF congestion control" "$X" cc load cubic --bpf
     expect_fail "cc unload --bpf: unknown CC refused" "unknown BPF congestion control" "$X" cc unload reno --bpf
@@ -516,11 +520,17 @@ bpfcc() {
         local ip=$!
         sleep 1.5
         in_ns "$S" ss -tin dst 10.97.2.1 dport = 5401 >"$work/ss-$c.txt" || true
+        in_ns "$S" "$X" flows --json >"$work/flows-$c.json" 2>"$work/flows-$c.log" || true
         wait $ip || true
         local mbps; mbps=$(jq '.end.sum_received.bits_per_second / 1e6 | floor' "$work/iperf-$c.json" 2>/dev/null || echo 0)
         log "bpf_$c: $mbps Mbit/s over the 200 Mbit/s port; ss: $(grep -A1 "bpf_$c" "$work/ss-$c.txt" | grep -o 'bpf_[a-z]*\|cwnd:[0-9]*\|pacing_rate [0-9]*bps' | tr '\n' ' ')"
         check "bpf_$c: > 100 Mbit/s over a 200 Mbit/s port ($mbps)" le 100 "$mbps"
         check "bpf_$c: ss -tin shows the CC" grep -q "bpf_$c" "$work/ss-$c.txt"
+        # The CC's own state, from its flow iterator (BPF CCs have no get_info).
+        local st; st=$(jq -c '[.[] | select(.remote == "10.97.2.1:5401" and .cc_state != null)] | max_by(.bytes_sent) | .cc_state' "$work/flows-$c.json" 2>/dev/null)
+        log "bpf_$c: xdcc flows cc_state $st"
+        check "bpf_$c: xdcc flows shows the CC's state (ECN on, base RTT > 0)" \
+            bash -c "jq -e '.ecn_ok and .values.base_rtt_us > 0' <<<'$st' >/dev/null"
     done
 
     # CE echo: the receiver (bpf_gemini, its namespace default) echoes each

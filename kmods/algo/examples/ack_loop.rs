@@ -58,6 +58,10 @@ impl CongestionControl for Noop {
     fn pacing_rate(&self) -> Option<u64> {
         None
     }
+    const INFO_FIELDS: [&'static str; 4] = ["", "", "", ""];
+    fn info(&self) -> [u32; 4] {
+        [0; 4]
+    }
     fn ssthresh(&self) -> u32 {
         0
     }

@@ -308,6 +308,10 @@ impl CongestionControl for Gemini {
     fn hold_cwnd(&mut self, max_bytes: u32) {
         self.w.hold(max_bytes);
     }
+    const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "rtt_min_us", "alpha_q16", "f_q16"];
+    fn info(&self) -> [u32; 4] {
+        [self.base_rtt_ns / 1000, self.rtt_min_last_ns / 1000, self.alpha_q16, self.f_q16]
+    }
 }
 
 tunables!(Params {

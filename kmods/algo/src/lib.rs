@@ -273,6 +273,13 @@ pub trait CongestionControl: Sized {
     /// windows only when `tcp_is_cwnd_limited()`. Never cuts below the
     /// window the flow had; algorithms that pace ignore it.
     fn hold_cwnd(&mut self, max_bytes: u32);
+    /// Names of the four per-flow values `info` returns, shown by `get_info`
+    /// and `xdcc flows`. By suffix: `_us` microseconds, `_q16` a fraction
+    /// times 65536, `_mbps` megabits per second; otherwise a count, a byte
+    /// value or a flag set the algorithm documents.
+    const INFO_FIELDS: [&'static str; 4];
+    /// The algorithm's state, named by `INFO_FIELDS`.
+    fn info(&self) -> [u32; 4];
 }
 
 /// Tunables by name, for code generic over the algorithms (kernel sysctls,

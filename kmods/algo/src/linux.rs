@@ -398,6 +398,17 @@ impl<A: CongestionControl> Flow<A> {
         &self.link
     }
 
+    /// What `get_info` (modules) and the flow iterator (BPF) report.
+    pub fn info(&self) -> CcInfo {
+        CcInfo {
+            version: CcInfo::VERSION,
+            flags: (self.link.ecn_ok != 0) as u8 | (self.link.ce_state != 0) as u8 * CcInfo::CE_STATE,
+            rtos: self.link.rtos,
+            recoveries: self.link.recoveries,
+            values: self.algo.info(),
+        }
+    }
+
     fn update(&self, pacing: &Pacing, s: &Sock, with_ssthresh: bool) -> Update {
         let cwnd_pkts = self.cwnd_pkts(s);
         let pacing_rate = match self.algo.pacing_rate() {
@@ -414,6 +425,77 @@ impl<A: CongestionControl> Flow<A> {
         };
         Update { cwnd_pkts, ssthresh_pkts: if with_ssthresh { self.ssthresh_pkts(s) } else { 0 }, pacing_rate }
     }
+}
+
+/// One flow's CC state as the kernel reports it: the modules' `get_info`
+/// (an INET_DIAG attribute, `INET_DIAG_XDCC`) and the BPF CCs' flow
+/// iterator both carry these 20 bytes, and `xdcc flows` decodes them with
+/// `info_fields`. Native byte order (the reader runs on the same host).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CcInfo {
+    /// `CcInfo::VERSION`; a reader refuses other versions.
+    pub version: u8,
+    /// `ECN_OK`: ECN negotiated; `CE_STATE`: the last data packet received was CE.
+    pub flags: u8,
+    /// Loss episodes (RTOs) and fast recoveries, saturating at 255.
+    pub rtos: u8,
+    pub recoveries: u8,
+    /// The algorithm's `info()`, named by its `INFO_FIELDS`.
+    pub values: [u32; 4],
+}
+
+/// The INET_DIAG attribute type of `CcInfo` in the modules' `get_info`
+/// replies: beyond the kernel's own types (the last is 22 in 6.12), so
+/// no reader mistakes it for another CC's structure; `ss` skips it.
+pub const INET_DIAG_XDCC: u16 = 0x0878;
+
+impl CcInfo {
+    pub const VERSION: u8 = 1;
+    pub const BYTES: usize = 20;
+    pub const ECN_OK: u8 = 1;
+    pub const CE_STATE: u8 = 2;
+
+    pub fn to_bytes(&self) -> [u8; Self::BYTES] {
+        let mut b = [0u8; Self::BYTES];
+        b[0] = self.version;
+        b[1] = self.flags;
+        b[2] = self.rtos;
+        b[3] = self.recoveries;
+        let mut i = 0;
+        while i < 4 {
+            let v = self.values[i].to_ne_bytes();
+            b[4 + 4 * i] = v[0];
+            b[5 + 4 * i] = v[1];
+            b[6 + 4 * i] = v[2];
+            b[7 + 4 * i] = v[3];
+            i += 1;
+        }
+        b
+    }
+
+    /// `None` when `b` is short or of another version.
+    pub fn from_bytes(b: &[u8]) -> Option<Self> {
+        if b.len() < Self::BYTES || b[0] != Self::VERSION {
+            return None;
+        }
+        let word = |i: usize| u32::from_ne_bytes([b[4 + 4 * i], b[5 + 4 * i], b[6 + 4 * i], b[7 + 4 * i]]);
+        Some(CcInfo { version: b[0], flags: b[1], rtos: b[2], recoveries: b[3], values: [word(0), word(1), word(2), word(3)] })
+    }
+}
+
+/// The names of `CcInfo::values` for the CC registered as `name` (the
+/// module's `uno` or the BPF backend's `bpf_uno`, ...).
+pub fn info_fields(name: &str) -> Option<[&'static str; 4]> {
+    use super::{gemini::Gemini, oscar::Oscar, smartt::Smartt, uno::Uno};
+    let name = name.strip_prefix("bpf_").unwrap_or(name);
+    Some(match name {
+        _ if name == Uno::NAME => Uno::INFO_FIELDS,
+        _ if name == Gemini::NAME => Gemini::INFO_FIELDS,
+        _ if name == Oscar::NAME => Oscar::INFO_FIELDS,
+        _ if name == Smartt::NAME => Smartt::INFO_FIELDS,
+        _ => return None,
+    })
 }
 
 /// The algorithm's view of one ACK.

@@ -425,6 +425,11 @@ impl CongestionControl for Oscar {
     fn undo(&mut self) {}
     /// OSCAR's window is a cap; its pacing rate is what limits it.
     fn hold_cwnd(&mut self, _max_bytes: u32) {}
+    const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "u_q16", "rate_mbps", "est_samples"];
+    fn info(&self) -> [u32; 4] {
+        let mbps = sat_u32(self.rate_bytes_per_sec / 125_000);
+        [self.base_rtt_ns / 1000, self.u_q16, mbps, self.est.n]
+    }
 }
 
 tunables!(Params {

@@ -400,6 +400,12 @@ impl CongestionControl for Smartt {
     fn hold_cwnd(&mut self, max_bytes: u32) {
         self.w.hold(max_bytes);
     }
+    /// `flags`: 1 QuickAdapt armed, 2 repath requested, 4 fast increase.
+    const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "avg_rtt_us", "max_wnd", "flags"];
+    fn info(&self) -> [u32; 4] {
+        let flags = self.trigger_qa as u32 | (self.repath as u32) << 1 | (self.fast_increase as u32) << 2;
+        [self.base_rtt_ns / 1000, self.avg_rtt_ns / 1000, self.max_wnd, flags]
+    }
 }
 
 tunables!(Params {

@@ -407,6 +407,10 @@ impl CongestionControl for Uno {
     fn hold_cwnd(&mut self, max_bytes: u32) {
         self.w.hold(max_bytes);
     }
+    const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "last_rtt_us", "ecn_ewma_q16", "md_scale_q16"];
+    fn info(&self) -> [u32; 4] {
+        [self.base_rtt_ns / 1000, self.last_rtt_ns / 1000, self.ecn_ewma_q16, self.md_scale_q16]
+    }
 }
 
 tunables!(Params {

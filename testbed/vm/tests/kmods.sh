@@ -84,6 +84,10 @@ test_cc() {
         transfer "$cc" 4000000
     fi
     check "$mod: transfer through a RED/ECN bottleneck is byte-exact" test "$XFER_OK" = 1
+    # get_info: `xdcc flows` decodes the module's state of the flow.
+    check "$mod: xdcc flows shows the module's state (get_info; ecn_ok=$ecn, base RTT > 0)" \
+        python3 -c 'import json,sys; rows=[r for r in json.loads(sys.argv[1]) if r["remote"].endswith(":5001") and r.get("cc_state")]
+c=rows[0]["cc_state"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]=="1") and c["values"]["base_rtt_us"]>0' "${FLOWS_JSON:-[]}" "$ecn"
     local red_cwnd=$MED_CWND
     echo "  red/ecn: median cwnd $red_cwnd (fifo $fifo_cwnd), median rtt ${MED_RTT} ms, CE-marked packets delivered $DELIVERED_CE, last pacing ${LAST_PACING:-none}"
     echo "  ss sample: $(tail -1 <<<"$SS_LINES")"
@@ -216,6 +220,8 @@ test_cli() {
     check "cli: tunables of an unloaded module: clear error" sh -c "$X tunable list uno 2>&1 | grep -q 'not loaded'"
 }
 
+FLOWS_CLI="$root/target/release/xdcc"
+[[ -x $FLOWS_CLI ]] || FLOWS_CLI=""
 for cc in "${ccs[@]}"; do
     test_cc "$cc"
 done

@@ -64,8 +64,14 @@ transfer() {
     # Sample `ss` from inside the namespace until the sender exits: one
     # sampler process, because every `ip netns exec` remounts sysfs, which
     # under TCG takes longer than a whole transfer.
-    ip netns exec snd bash -c 'while kill -0 '"$cli"' 2>/dev/null; do ss -tinH dst 10.9.2.2:5001; sleep 0.05; done' \
+    # With FLOWS_CLI (the xdcc binary) set, also keep the first `xdcc flows
+    # --json` that shows the CC's own state (the module's get_info).
+    ip netns exec snd bash -c 'while kill -0 '"$cli"' 2>/dev/null; do ss -tinH dst 10.9.2.2:5001
+        if [[ -n "'"${FLOWS_CLI:-}"'" && ! -s '"$out/flows"' ]]; then
+            j=$('"${FLOWS_CLI:-true}"' flows --json 2>/dev/null); grep -q cc_state <<<"$j" && echo "$j" >'"$out/flows"'
+        fi; sleep 0.05; done' \
         >"$out/ss" 2>/dev/null
+    FLOWS_JSON=$(cat "$out/flows" 2>/dev/null)
     wait $cli
     wait $srv
     SS_LINES=$(cat "$out/ss")

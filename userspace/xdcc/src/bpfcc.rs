@@ -13,6 +13,7 @@
 
 use std::{
     fs,
+    net::{IpAddr, Ipv6Addr, SocketAddr},
     os::fd::{AsFd, AsRawFd},
     path::PathBuf,
 };
@@ -21,6 +22,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder};
 use serde::Serialize;
 use xdcc_algo::{gemini, linux, oscar, smartt, uno, NetConfig, Tunables};
+
+use crate::sockdiag::canonical;
 
 /// The embedded objects (built by build.rs with kmods/bpf/build.sh).
 const OBJECTS: [(&str, &[u8]); 4] = [
@@ -89,12 +92,13 @@ pub fn load(cc: &str) -> Result<LoadReport> {
         bail!("{name} is already loaded ({}); unload it first: xdcc cc unload {algo} --bpf", dir.display());
     }
     ensure_bpffs()?;
-    let bytes = OBJECTS.iter().find(|(n, _)| *n == algo).map(|(_, b)| *b).expect("algo_name checked it");
-    let open = ObjectBuilder::default()
-        .name(&name)
-        .with_context(|| format!("naming {name}"))?
-        .open_memory(bytes)
-        .with_context(|| format!("opening the {name} object"))?;
+    let mut open = open_object(algo)?;
+    // The equivalence test's replay harness is not part of the CC.
+    for mut p in open.progs_mut() {
+        if p.name().to_str() == Some(&replay_name(algo)) {
+            p.set_autoload(false);
+        }
+    }
     let mut obj = open.load().map_err(|e| {
         anyhow!(
             "the kernel refused {name}: {e}\n(needs BTF, BPF struct_ops TCP congestion control and struct_ops links: \
@@ -122,19 +126,44 @@ pub fn load(cc: &str) -> Result<LoadReport> {
         }
     })?;
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let iter_name = flow_iter_name(algo);
     let mut pin = || -> Result<()> {
         let mut config = obj.maps_mut().find(|m| m.name() == "xdcc_config").expect("found above");
         config.pin(dir.join("config")).context("pinning the configuration map")?;
+        let mut flows = obj
+            .progs_mut()
+            .find(|p| p.name().to_str() == Some(&iter_name))
+            .ok_or_else(|| anyhow!("no {iter_name} program in the object"))?
+            .attach()
+            .context("attaching the flow iterator")?;
+        flows.pin(dir.join("flows")).context("pinning the flow iterator")?;
         link.pin(dir.join("link")).context("pinning the struct_ops link")?;
         Ok(())
     };
     if let Err(e) = pin() {
         // Dropping the link unregisters the CC again: nothing stays behind.
         let _ = fs::remove_file(dir.join("config"));
+        let _ = fs::remove_file(dir.join("flows"));
         let _ = fs::remove_dir(&dir);
         return Err(e);
     }
     Ok(LoadReport { name, pinned: dir.display().to_string(), verified_insns })
+}
+
+/// The embedded object of `bpf_<algo>`, opened (not loaded).
+pub(crate) fn open_object(algo: &str) -> Result<libbpf_rs::OpenObject> {
+    let name = format!("bpf_{algo}");
+    let bytes = OBJECTS.iter().find(|(n, _)| *n == algo).map(|(_, b)| *b).ok_or_else(|| anyhow!("no {name}"))?;
+    ObjectBuilder::default()
+        .name(&name)
+        .with_context(|| format!("naming {name}"))?
+        .open_memory(bytes)
+        .with_context(|| format!("opening the {name} object"))
+}
+
+/// The name of a CC's replay harness program (shim.c).
+pub(crate) fn replay_name(algo: &str) -> String {
+    format!("replay_{algo}")
 }
 
 /// `bpf_prog_info.verified_insns` of a program fd.
@@ -163,13 +192,101 @@ pub fn unload(cc: &str) -> Result<()> {
     }
     fs::remove_file(dir.join("link")).with_context(|| format!("removing {}", dir.join("link").display()))?;
     let _ = fs::remove_file(dir.join("config"));
+    let _ = fs::remove_file(dir.join("flows"));
     let _ = fs::remove_dir(&dir);
     Ok(())
 }
 
+// ------------------------------------------------------------ flow state
+
+/// One flow of a BPF CC with its CC state (a record of the pinned flow
+/// iterator, `struct xdcc_flow_record` in shim.c).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowInfo {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    /// `bpf_uno`, ...
+    pub cc: String,
+    pub info: linux::CcInfo,
+}
+
+const RECORD_BYTES: usize = 16 + 16 + 2 + 2 + 4 + linux::CcInfo::BYTES;
+
+/// Decodes the records of one read of a flow iterator.
+pub fn parse_flow_records(cc: &str, bytes: &[u8]) -> Result<Vec<FlowInfo>> {
+    if bytes.len() % RECORD_BYTES != 0 {
+        bail!("{cc}: flow iterator returned {} bytes, not a multiple of {RECORD_BYTES}", bytes.len());
+    }
+    bytes
+        .chunks_exact(RECORD_BYTES)
+        .map(|r| {
+            let addr = |b: &[u8], port: &[u8]| {
+                let ip = Ipv6Addr::from(<[u8; 16]>::try_from(b).expect("16 bytes"));
+                SocketAddr::new(canonical(IpAddr::V6(ip)), u16::from_ne_bytes([port[0], port[1]]))
+            };
+            let info = linux::CcInfo::from_bytes(&r[40..])
+                .ok_or_else(|| anyhow!("{cc}: flow record of unknown version {} (xdcc and the loaded CC differ?)", r[40]))?;
+            Ok(FlowInfo { local: addr(&r[0..16], &r[32..34]), remote: addr(&r[16..32], &r[34..36]), cc: cc.into(), info })
+        })
+        .collect()
+}
+
+/// The name of a CC's flow iterator program (shim.c).
+fn flow_iter_name(algo: &str) -> String {
+    format!("flows_{algo}")
+}
+
+/// The CC state of every flow of this network namespace that runs a BPF CC
+/// loaded by xdcc (nothing when none is loaded, or without the privilege to
+/// see BPF programs). The iterator programs are found by name among the
+/// kernel's programs rather than through their pins: `ip netns exec` mounts
+/// a fresh /sys, which hides the host's /sys/fs/bpf.
+pub fn flow_infos() -> Result<Vec<FlowInfo>> {
+    let mut out = Vec::new();
+    for info in libbpf_rs::query::ProgInfoIter::default() {
+        let Some(algo) = OBJECTS.iter().map(|(a, _)| *a).find(|a| info.name.to_str() == Some(&flow_iter_name(a)))
+        else {
+            continue;
+        };
+        if info.ty != libbpf_rs::ProgramType::Tracing {
+            continue;
+        }
+        // The program may go away between listing and opening (unloaded).
+        let Ok(bytes) = read_iter(info.id) else { continue };
+        out.extend(parse_flow_records(&format!("bpf_{algo}"), &bytes)?);
+    }
+    Ok(out)
+}
+
+/// Runs the iterator program `id` once and returns what it wrote.
+fn read_iter(id: u32) -> Result<Vec<u8>> {
+    use libbpf_rs::libbpf_sys as sys;
+    use std::{io::Read, os::fd::FromRawFd};
+    let owned = |fd: i32, what: &str| -> Result<std::os::fd::OwnedFd> {
+        if fd < 0 {
+            bail!("{what}: {}", std::io::Error::from_raw_os_error(-fd));
+        }
+        // SAFETY: a new descriptor the call just returned; nothing else owns it.
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+    };
+    // SAFETY: plain syscall wrappers on integer arguments; a null `opts` is
+    // allowed for bpf_link_create.
+    let prog = owned(unsafe { sys::bpf_prog_get_fd_by_id(id) }, "opening the flow iterator")?;
+    // SAFETY: as above.
+    let link = owned(
+        unsafe { sys::bpf_link_create(prog.as_raw_fd(), 0, sys::BPF_TRACE_ITER, std::ptr::null()) },
+        "attaching the flow iterator",
+    )?;
+    // SAFETY: as above.
+    let iter = owned(unsafe { sys::bpf_iter_create(link.as_raw_fd()) }, "starting the flow iterator")?;
+    let mut bytes = Vec::new();
+    fs::File::from(iter).read_to_end(&mut bytes).context("reading the flow iterator")?;
+    Ok(bytes)
+}
+
 // ---------------------------------------------------------------- tunables
 
-fn default_config(algo: &str) -> [u8; CONFIG_BYTES] {
+pub(crate) fn default_config(algo: &str) -> [u8; CONFIG_BYTES] {
     let mut b = [0u8; CONFIG_BYTES];
     let net = NetConfig::LINUX_DEFAULT;
     let ok = match algo {
@@ -306,6 +423,31 @@ mod tests {
         assert_eq!(algo_name("bpf_uno").unwrap(), "uno");
         assert_eq!(algo_name("smartt").unwrap(), "smartt");
         assert!(algo_name("cubic").unwrap_err().to_string().contains("bpf_gemini"));
+    }
+
+    #[test]
+    fn flow_records_decode_and_bad_reads_are_refused() {
+        let info = linux::CcInfo { version: 1, flags: 1, rtos: 2, recoveries: 3, values: [20, 7, 8192, 65536] };
+        let mut rec = Vec::new();
+        rec.extend_from_slice(&[0; 10]);
+        rec.extend_from_slice(&[0xff, 0xff, 10, 0, 0, 1]); // ::ffff:10.0.0.1
+        rec.extend_from_slice(&"fd00::2".parse::<Ipv6Addr>().unwrap().octets());
+        rec.extend_from_slice(&5201u16.to_ne_bytes());
+        rec.extend_from_slice(&40000u16.to_ne_bytes());
+        rec.extend_from_slice(&1u32.to_ne_bytes());
+        rec.extend_from_slice(&info.to_bytes());
+        assert_eq!(rec.len(), RECORD_BYTES);
+        let two = [rec.clone(), rec.clone()].concat();
+        let flows = parse_flow_records("bpf_gemini", &two).unwrap();
+        assert_eq!(flows.len(), 2);
+        assert_eq!(flows[0].local, "10.0.0.1:5201".parse().unwrap());
+        assert_eq!(flows[0].remote, "[fd00::2]:40000".parse().unwrap());
+        assert_eq!(flows[0].info, info);
+        let st = crate::sockdiag::CcState::decode("bpf_gemini", &flows[0].info).unwrap();
+        assert_eq!(st.summary(), "base_rtt=20us rtt_min=7us alpha=0.125 f=1.000 rto=2 rec=3");
+        assert!(parse_flow_records("bpf_gemini", &two[..RECORD_BYTES + 3]).is_err(), "torn read");
+        rec[40] = 9;
+        assert!(parse_flow_records("bpf_gemini", &rec).unwrap_err().to_string().contains("version"));
     }
 
     #[test]

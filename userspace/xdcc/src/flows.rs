@@ -9,7 +9,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 use xdcc_common::{path_label, FlowKey, FlowStats, RerouteReason};
 
-use crate::sockdiag::{canonical, TcpSocket};
+use crate::sockdiag::{canonical, CcState, TcpSocket};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FlowView {
@@ -56,6 +56,9 @@ pub struct FlowView {
     pub flow_label: Option<u32>,
     pub reroutes: u32,
     pub last_reroute: String,
+    /// The xdcc CC's own state (module get_info / BPF flow iterator).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_state: Option<CcState>,
 }
 
 pub fn key_addrs(k: &FlowKey) -> (SocketAddr, SocketAddr) {
@@ -123,6 +126,7 @@ pub fn from_ebpf(key: &FlowKey, st: &FlowStats, sock: Option<&TcpSocket>, now_ns
         flow_label: (key.family == 6).then(|| path_label(st.path_id, salt)),
         reroutes: st.reroutes,
         last_reroute: RerouteReason::from_u32(st.last_reason).name().into(),
+        cc_state: None,
     };
     if let Some(s) = sock {
         // live transport state is fresher than the per-round snapshot
@@ -140,6 +144,7 @@ pub fn from_ebpf(key: &FlowKey, st: &FlowStats, sock: Option<&TcpSocket>, now_ns
         v.bytes_sent = s.bytes_sent;
         v.retrans = s.total_retrans;
         v.pacing_rate_bps = s.pacing_rate.saturating_mul(8);
+        v.cc_state = s.cc_state.clone();
     }
     v
 }
@@ -180,6 +185,7 @@ pub fn from_socket(s: &TcpSocket) -> FlowView {
         path_id: None,
         flow_label: None,
         reroutes: 0,
+        cc_state: s.cc_state.clone(),
     }
 }
 
@@ -225,7 +231,7 @@ fn opt(v: Option<u32>) -> String {
 pub fn render_table(rows: &[FlowView]) -> String {
     let header = [
         "LOCAL", "REMOTE", "CC", "STATE", "SENT", "ACKED", "RCVD", "CE", "ECE", "ECN%", "RTT(us) min/srtt/p99", "CWND",
-        "RETX", "PATH", "RR",
+        "RETX", "PATH", "RR", "CC STATE",
     ];
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in rows {
@@ -245,6 +251,7 @@ pub fn render_table(rows: &[FlowView]) -> String {
             r.retrans.to_string(),
             opt(r.path_id),
             r.reroutes.to_string(),
+            r.cc_state.as_ref().map(|c| c.summary()).unwrap_or_else(|| "-".into()),
         ]);
     }
     let widths: Vec<usize> =

@@ -6,6 +6,8 @@
 
 mod agent;
 mod bpfcc;
+#[cfg(test)]
+mod bpfcc_equivalence;
 mod config;
 mod ebpf;
 mod flows;

@@ -2,7 +2,10 @@
 //! (INET_DIAG with tcp_info and the congestion control's name): the same
 //! source `ss -tin` reads, without parsing its output.
 
-use std::net::{IpAddr, SocketAddr};
+use std::{
+    collections::HashMap,
+    net::{IpAddr, SocketAddr},
+};
 
 use anyhow::{bail, Context, Result};
 use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST};
@@ -12,7 +15,9 @@ use netlink_packet_sock_diag::{
     SockDiagMessage,
 };
 use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket, SocketAddr as NlAddr};
+use netlink_packet_utils::nla::Nla as _;
 use serde::{Deserialize, Serialize};
+use xdcc_algo::linux;
 
 /// What the CLI shows of one socket's tcp_info.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -33,6 +38,73 @@ pub struct TcpSocket {
     pub delivered: u32,
     pub delivered_ce: u32,
     pub pacing_rate: u64,
+    /// The xdcc CC's own per-flow state: from the module's `get_info` or the
+    /// BPF CC's flow iterator. `None` for other CCs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_state: Option<CcState>,
+}
+
+/// An xdcc CC's per-flow state (`linux::CcInfo`, decoded).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CcState {
+    pub ecn_ok: bool,
+    /// The last data packet this socket received carried CE.
+    pub ce_state: bool,
+    pub rtos: u8,
+    pub recoveries: u8,
+    /// The algorithm's values by name (suffix `_us`: µs, `_q16`: fraction ×
+    /// 65536), in the algorithm's order; a JSON object.
+    #[serde(serialize_with = "ordered_map", deserialize_with = "from_map")]
+    pub values: Vec<(String, u32)>,
+}
+
+fn ordered_map<S: serde::Serializer>(v: &[(String, u32)], s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_map(v.iter().map(|(k, v)| (k, v)))
+}
+
+fn from_map<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<(String, u32)>, D::Error> {
+    let m: std::collections::BTreeMap<String, u32> = serde::Deserialize::deserialize(d)?;
+    Ok(m.into_iter().collect())
+}
+
+impl CcState {
+    /// `None` when `cc` is not an xdcc CC.
+    pub fn decode(cc: &str, info: &linux::CcInfo) -> Option<Self> {
+        let names = linux::info_fields(cc)?;
+        Some(CcState {
+            ecn_ok: info.flags & linux::CcInfo::ECN_OK != 0,
+            ce_state: info.flags & linux::CcInfo::CE_STATE != 0,
+            rtos: info.rtos,
+            recoveries: info.recoveries,
+            values: names.iter().zip(info.values).map(|(n, v)| (n.to_string(), v)).collect(),
+        })
+    }
+
+    /// `base_rtt=20us alpha=0.125 ...` for the table.
+    pub fn summary(&self) -> String {
+        let mut parts: Vec<String> = self
+            .values
+            .iter()
+            .map(|(n, v)| {
+                if let Some(stem) = n.strip_suffix("_q16") {
+                    format!("{stem}={:.3}", *v as f64 / 65536.0)
+                } else if let Some(stem) = n.strip_suffix("_us") {
+                    format!("{stem}={v}us")
+                } else if let Some(stem) = n.strip_suffix("_mbps") {
+                    format!("{stem}={v}Mbps")
+                } else {
+                    format!("{n}={v}")
+                }
+            })
+            .collect();
+        if !self.ecn_ok {
+            parts.push("no-ecn".into());
+        }
+        if self.rtos > 0 || self.recoveries > 0 {
+            parts.push(format!("rto={} rec={}", self.rtos, self.recoveries));
+        }
+        parts.join(" ")
+    }
 }
 
 impl TcpSocket {
@@ -55,6 +127,7 @@ impl TcpSocket {
             delivered: 0,
             delivered_ce: 0,
             pacing_rate: 0,
+            cc_state: None,
         }
     }
 }
@@ -76,11 +149,24 @@ pub fn state_name(s: u8) -> &'static str {
     }
 }
 
-/// Every TCP socket (IPv4 and IPv6) except listeners.
+/// Every TCP socket (IPv4 and IPv6) except listeners, with the CC state of
+/// the ones on a BPF CC loaded by xdcc.
 pub fn tcp_sockets() -> Result<Vec<TcpSocket>> {
     let mut out = dump(AF_INET)?;
     out.extend(dump(AF_INET6)?);
+    let bpf: HashMap<(SocketAddr, SocketAddr), CcState> = crate::bpfcc::flow_infos()?
+        .into_iter()
+        .filter_map(|f| Some(((f.local, f.remote), CcState::decode(&f.cc, &f.info)?)))
+        .collect();
+    for s in out.iter_mut().filter(|s| s.cc_state.is_none() && s.cc.starts_with("bpf_")) {
+        let key = (canonical_addr(s.local), canonical_addr(s.remote));
+        s.cc_state = bpf.get(&key).cloned();
+    }
     Ok(out)
+}
+
+fn canonical_addr(a: SocketAddr) -> SocketAddr {
+    SocketAddr::new(canonical(a.ip()), a.port())
 }
 
 fn dump(family: u8) -> Result<Vec<TcpSocket>> {
@@ -96,7 +182,8 @@ fn dump(family: u8) -> Result<Vec<TcpSocket>> {
         SockDiagMessage::InetRequest(InetRequest {
             family,
             protocol: IPPROTO_TCP,
-            extensions: ExtensionFlags::INFO | ExtensionFlags::CONG,
+            // VEGASINFO asks the CC for its get_info (as `ss -i` does).
+            extensions: ExtensionFlags::INFO | ExtensionFlags::CONG | ExtensionFlags::VEGASINFO,
             states,
             socket_id: if family == AF_INET { SocketId::new_v4() } else { SocketId::new_v6() },
         })
@@ -125,6 +212,7 @@ fn dump(family: u8) -> Result<Vec<TcpSocket>> {
                         SocketAddr::new(id.destination_address, id.destination_port),
                         state_name(r.header.state),
                     );
+                    let mut info = None;
                     for nla in r.nlas.iter() {
                         match nla {
                             Nla::Congestion(c) => s.cc = c.trim_end_matches('\0').to_string(),
@@ -142,9 +230,15 @@ fn dump(family: u8) -> Result<Vec<TcpSocket>> {
                                 s.delivered_ce = t.delivered_ce;
                                 s.pacing_rate = t.pacing_rate;
                             }
+                            Nla::Other(a) if a.kind() == linux::INET_DIAG_XDCC => {
+                                let mut b = vec![0u8; a.value_len()];
+                                a.emit_value(&mut b);
+                                info = linux::CcInfo::from_bytes(&b);
+                            }
                             _ => {}
                         }
                     }
+                    s.cc_state = info.and_then(|i| CcState::decode(&s.cc, &i));
                     out.push(s);
                 }
                 _ => {}
