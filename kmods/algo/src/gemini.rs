@@ -293,20 +293,9 @@ impl CongestionControl for Gemini {
         }
     }
 
-    fn cwnd(&self) -> u32 {
-        self.w.bytes()
-    }
-    fn pacing_rate(&self) -> Option<u64> {
-        None
-    }
+    window_methods!();
     fn ssthresh(&self) -> u32 {
         self.w.ssthresh
-    }
-    fn undo(&mut self) {
-        self.w.undo();
-    }
-    fn hold_cwnd(&mut self, max_bytes: u32) {
-        self.w.hold(max_bytes);
     }
     const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "rtt_min_us", "alpha_q16", "f_q16"];
     fn info(&self) -> [u32; 4] {

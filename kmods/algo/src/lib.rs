@@ -168,6 +168,26 @@ macro_rules! tunables {
     };
 }
 
+/// The `CongestionControl` methods of a window-based algorithm whose window
+/// is the `Window` in its field `w` (everything but `ssthresh`, which
+/// differs: SMaRTT has no slow start).
+macro_rules! window_methods {
+    () => {
+        fn cwnd(&self) -> u32 {
+            self.w.bytes()
+        }
+        fn pacing_rate(&self) -> Option<u64> {
+            None
+        }
+        fn undo(&mut self) {
+            self.w.undo();
+        }
+        fn hold_cwnd(&mut self, max_bytes: u32) {
+            self.w.hold(max_bytes);
+        }
+    };
+}
+
 pub mod fixed;
 pub mod gemini;
 pub mod linux;

@@ -385,20 +385,9 @@ impl CongestionControl for Smartt {
         self.w.clamp(p.mtu, self.max_wnd);
     }
 
-    fn cwnd(&self) -> u32 {
-        self.w.bytes()
-    }
-    fn pacing_rate(&self) -> Option<u64> {
-        None
-    }
+    window_methods!();
     fn ssthresh(&self) -> u32 {
         self.w.bytes()
-    }
-    fn undo(&mut self) {
-        self.w.undo();
-    }
-    fn hold_cwnd(&mut self, max_bytes: u32) {
-        self.w.hold(max_bytes);
     }
     /// `flags`: 1 QuickAdapt armed, 2 repath requested, 4 fast increase.
     const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "avg_rtt_us", "max_wnd", "flags"];

@@ -392,20 +392,9 @@ impl CongestionControl for Uno {
         }
     }
 
-    fn cwnd(&self) -> u32 {
-        self.w.bytes()
-    }
-    fn pacing_rate(&self) -> Option<u64> {
-        None
-    }
+    window_methods!();
     fn ssthresh(&self) -> u32 {
         self.w.ssthresh
-    }
-    fn undo(&mut self) {
-        self.w.undo();
-    }
-    fn hold_cwnd(&mut self, max_bytes: u32) {
-        self.w.hold(max_bytes);
     }
     const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "last_rtt_us", "ecn_ewma_q16", "md_scale_q16"];
     fn info(&self) -> [u32; 4] {
