@@ -571,6 +571,20 @@ bpfcc() {
         "'$X' tunable set bpf_uno net_link_rate_mbps 1000 && [[ \$('$X' tunable get bpf_uno rate_bytes_per_sec) == 125000000 ]]"
     check "tunable list bpf_smartt has the pacing ratios" bash -c "'$X' tunable list bpf_smartt | grep -q 'window_pacing_ss_pct = 200'"
 
+    # In-place replacement (BPF_LINK_UPDATE): name and tunables stay, traffic flows.
+    local tun_before; tun_before=$("$X" tunable list bpf_uno)
+    check "cc load uno --bpf --replace swaps the programs" "$X" cc load uno --bpf --replace
+    check "replaced bpf_uno keeps every tunable" eq "$("$X" tunable list bpf_uno)" "$tun_before"
+    check "replaced bpf_uno stays registered" grep -qw bpf_uno /proc/sys/net/ipv4/tcp_available_congestion_control
+    check "one struct_ops map per loaded CC after the replacement" eq "$(bpftool struct_ops list | grep -c xdcc_ops)" 4
+    rm -f "$work/ready"
+    ip netns exec "$D" $XFER recv --port 6302 --cc bpf_uno --out "$work/rp-recv.json" --ready "$work/ready" &
+    rpid=$!
+    wait_file "$work/ready"
+    in_ns "$S" $XFER send --to 10.97.2.1 --port 6302 --bytes 5000000 --cc bpf_uno >"$work/rp-send.json"
+    wait $rpid
+    check "a transfer on the replaced bpf_uno is byte-exact" eq "$(jq -r .sha256 "$work/rp-send.json")" "$(jq -r .sha256 "$work/rp-recv.json")"
+
     # Unload while a socket uses it: the name goes, the flow finishes.
     rm -f "$work/ready"
     ip netns exec "$D" $XFER recv --port 6301 --out "$work/ul-recv.json" --ready "$work/ready" &
@@ -584,6 +598,7 @@ bpfcc() {
     wait $spid; wait $rpid
     check "the flow on the unloaded CC finished byte-exact" eq "$(jq -r .sha256 "$work/ul-send.json")" "$(jq -r .sha256 "$work/ul-recv.json")"
     expect_fail "cc unload --bpf: not loaded refused" "not loaded" "$X" cc unload smartt --bpf
+    expect_fail "cc load --replace of a CC that is not loaded refused" "nothing to replace" "$X" cc load smartt --bpf --replace
     in_ns "$D" sysctl -qw net.ipv4.tcp_congestion_control=reno
     for c in uno gemini oscar; do check "unload bpf_$c" "$X" cc unload $c --bpf; done
     check "no xdcc pins left" bash -c "[[ -z \$(ls /sys/fs/bpf/xdcc 2>/dev/null) ]]"

@@ -83,13 +83,23 @@ pub struct LoadReport {
     pub verified_insns: Vec<(String, u32)>,
 }
 
-/// Loads and registers `bpf_<cc>` with its default configuration.
-pub fn load(cc: &str) -> Result<LoadReport> {
+/// Loads and registers `bpf_<cc>` with its default configuration; with
+/// `replace`, swaps the programs of an already registered `bpf_<cc>` for
+/// this binary's in place (see `replace_in_place`).
+pub fn load(cc: &str, replace: bool) -> Result<LoadReport> {
     let algo = algo_name(cc)?;
     let name = format!("bpf_{algo}");
     let dir = pin_dir(algo);
-    if is_loaded(algo) {
-        bail!("{name} is already loaded ({}); unload it first: xdcc cc unload {algo} --bpf", dir.display());
+    let loaded = is_loaded(algo);
+    if loaded && !replace {
+        bail!(
+            "{name} is already loaded ({}); unload it first (xdcc cc unload {algo} --bpf) or replace it in place \
+             (xdcc cc load {algo} --bpf --replace)",
+            dir.display()
+        );
+    }
+    if replace && !loaded {
+        bail!("{name} is not loaded by xdcc, nothing to replace: xdcc cc load {algo} --bpf");
     }
     ensure_bpffs()?;
     let mut open = open_object(algo)?;
@@ -107,13 +117,48 @@ pub fn load(cc: &str) -> Result<LoadReport> {
     })?;
     let verified_insns = obj
         .progs()
+        .filter(|p| p.name().to_str() != Some(&replay_name(algo)))
         .map(|p| (p.name().to_string_lossy().into_owned(), verified_insns(p.as_fd().as_raw_fd())))
         .collect();
+    // A replacement keeps the tunables in force (validated as this binary
+    // reads them); a new CC starts from the defaults.
+    let config = if replace { current_config(algo)? } else { default_config(algo) };
     obj.maps()
         .find(|m| m.name() == "xdcc_config")
         .ok_or_else(|| anyhow!("{name}: no xdcc_config map in the object"))?
-        .update(&0u32.to_ne_bytes(), &default_config(algo), MapFlags::ANY)
-        .with_context(|| format!("{name}: writing the default configuration"))?;
+        .update(&0u32.to_ne_bytes(), &config, MapFlags::ANY)
+        .with_context(|| format!("{name}: writing the configuration"))?;
+    let iter_name = flow_iter_name(algo);
+    let mut flows = obj
+        .progs_mut()
+        .find(|p| p.name().to_str() == Some(&iter_name))
+        .ok_or_else(|| anyhow!("no {iter_name} program in the object"))?
+        .attach()
+        .context("attaching the flow iterator")?;
+    if obj.maps().all(|m| m.name() != "xdcc_ops") {
+        bail!("{name}: no struct_ops map in the object");
+    }
+    if replace {
+        // New pins beside the old ones (bpffs names cannot contain dots),
+        // the swap, then the new pins renamed over the old: `tunable set`
+        // always reaches the configuration the running programs read.
+        let (cfg_new, flows_new) = (dir.join("config_new"), dir.join("flows_new"));
+        let mut swap = || -> Result<()> {
+            let mut config = obj.maps_mut().find(|m| m.name() == "xdcc_config").expect("found above");
+            config.pin(&cfg_new).context("pinning the new configuration map")?;
+            flows.pin(&flows_new).context("pinning the new flow iterator")?;
+            let mut ops = obj.maps_mut().find(|m| m.name() == "xdcc_ops").expect("found above");
+            replace_in_place(&name, &mut ops, &dir)
+        };
+        if let Err(e) = swap() {
+            let _ = fs::remove_file(&cfg_new);
+            let _ = fs::remove_file(&flows_new);
+            return Err(e);
+        }
+        fs::rename(&cfg_new, dir.join("config")).context("replacing the configuration pin")?;
+        fs::rename(&flows_new, dir.join("flows")).context("replacing the flow iterator pin")?;
+        return Ok(LoadReport { name, pinned: dir.display().to_string(), verified_insns });
+    }
     let mut ops = obj
         .maps_mut()
         .find(|m| m.name() == "xdcc_ops")
@@ -126,16 +171,9 @@ pub fn load(cc: &str) -> Result<LoadReport> {
         }
     })?;
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let iter_name = flow_iter_name(algo);
     let mut pin = || -> Result<()> {
         let mut config = obj.maps_mut().find(|m| m.name() == "xdcc_config").expect("found above");
         config.pin(dir.join("config")).context("pinning the configuration map")?;
-        let mut flows = obj
-            .progs_mut()
-            .find(|p| p.name().to_str() == Some(&iter_name))
-            .ok_or_else(|| anyhow!("no {iter_name} program in the object"))?
-            .attach()
-            .context("attaching the flow iterator")?;
         flows.pin(dir.join("flows")).context("pinning the flow iterator")?;
         link.pin(dir.join("link")).context("pinning the struct_ops link")?;
         Ok(())
@@ -148,6 +186,55 @@ pub fn load(cc: &str) -> Result<LoadReport> {
         return Err(e);
     }
     Ok(LoadReport { name, pinned: dir.display().to_string(), verified_insns })
+}
+
+/// Points the pinned struct_ops link of a registered CC at the new object's
+/// struct_ops map (`BPF_LINK_UPDATE`, what libbpf's `bpf_link__update_map`
+/// does): the kernel swaps the ops under the same name
+/// (`tcp_update_congestion_control`); new sockets get the new programs,
+/// existing ones keep the old until they close. The map's value must be set
+/// first: libbpf sets it when attaching, and the attach itself then fails
+/// with EEXIST because the name is taken, which is expected here.
+fn replace_in_place(name: &str, ops: &mut libbpf_rs::MapMut, dir: &std::path::Path) -> Result<()> {
+    use libbpf_rs::libbpf_sys as sys;
+    match ops.attach_struct_ops() {
+        Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {}
+        Err(e) => bail!("preparing the new {name}: {e}"),
+        Ok(_) => bail!("{name} was not registered any more (unloaded meanwhile?): load it again"),
+    }
+    let link = libbpf_rs::Link::open(dir.join("link")).with_context(|| format!("opening {}", dir.join("link").display()))?;
+    let link_fd = link.as_fd().as_raw_fd();
+    // SAFETY: two valid descriptors (the link and the map stay open for the
+    // call); a null `opts` is allowed.
+    let r = unsafe { sys::bpf_link_update(link_fd, ops.as_fd().as_raw_fd(), std::ptr::null()) };
+    if r < 0 {
+        bail!("replacing {name} in place: {}", std::io::Error::from_raw_os_error(-r));
+    }
+    Ok(())
+}
+
+/// The configuration map's value of a loaded CC, checked by this binary's
+/// codec (a replacement must not carry over a value it cannot read).
+fn current_config(algo: &str) -> Result<[u8; CONFIG_BYTES]> {
+    let v = config_map(algo)?
+        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)?
+        .ok_or_else(|| anyhow!("bpf_{algo}: empty configuration map"))?;
+    let mut b = [0u8; CONFIG_BYTES];
+    if v.len() != CONFIG_BYTES {
+        bail!("bpf_{algo}: configuration of {} bytes, this xdcc expects {CONFIG_BYTES}", v.len());
+    }
+    b.copy_from_slice(&v);
+    let ok = match algo {
+        "uno" => linux::Config::<uno::Params>::read_bytes(&b).is_some(),
+        "gemini" => linux::Config::<gemini::Params>::read_bytes(&b).is_some(),
+        "oscar" => linux::Config::<oscar::Params>::read_bytes(&b).is_some(),
+        "smartt" => linux::Config::<smartt::Params>::read_bytes(&b).is_some(),
+        _ => false,
+    };
+    if !ok {
+        bail!("bpf_{algo}: the loaded configuration is not valid for this xdcc; unload and load instead");
+    }
+    Ok(b)
 }
 
 /// The embedded object of `bpf_<algo>`, opened (not loaded).

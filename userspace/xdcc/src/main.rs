@@ -182,6 +182,11 @@ enum CcCmd {
         cc: String,
         #[arg(long)]
         bpf: bool,
+        /// With --bpf: swap the programs of the registered bpf_<cc> for this
+        /// binary's in place, keeping its tunables (new sockets get the new
+        /// programs; existing ones finish on the old).
+        #[arg(long, requires = "bpf")]
+        replace: bool,
         #[arg(long)]
         json: bool,
     },
@@ -328,12 +333,12 @@ fn run(cli: Cli) -> Result<()> {
             println!("default congestion control{}: {name}", netns.map(|n| format!(" in netns {n}")).unwrap_or_default());
             Ok(())
         }
-        Cmd::Cc(CcCmd::Load { cc, bpf: true, json }) => {
-            let r = bpfcc::load(&cc)?;
+        Cmd::Cc(CcCmd::Load { cc, bpf: true, replace, json }) => {
+            let r = bpfcc::load(&cc, replace)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
-                println!("loaded {} (pinned at {})", r.name, r.pinned);
+                println!("{} {} (pinned at {})", if replace { "replaced" } else { "loaded" }, r.name, r.pinned);
                 let insns: Vec<String> = r.verified_insns.iter().map(|(p, n)| format!("{p} {n}")).collect();
                 println!("verifier instructions processed (limit 1000000): {}", insns.join(", "));
             }
