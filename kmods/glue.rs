@@ -362,9 +362,8 @@ unsafe extern "C" fn get_info<T: KernelCc>(
         return 0;
     }
     const { assert!(TCP_CC_INFO_BYTES >= linux::CcInfo::BYTES) };
-    // SAFETY: inet_diag calls `get_info` under RCU for a full TCP socket
-    // whose CC is this one; the CA area holds our `Flow` or is still zeroed
-    // (`flow_snapshot`); no lock is held, so only a snapshot is read.
+    // Called by inet_diag under RCU, without the socket lock, for a socket on this CC.
+    // SAFETY: the CA area holds our `Flow` or is still zeroed (`flow_snapshot`).
     let bytes = unsafe { Sk::new(sk).flow_snapshot::<T::Algo>() }.info().to_bytes();
     // SAFETY: `info` points to a `union tcp_cc_info` (at least as large as
     // `CcInfo`, checked above) and `attr` to an int, both the caller's.
