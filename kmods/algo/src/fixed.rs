@@ -14,11 +14,10 @@ pub const SHIFT: u32 = 16;
 pub const NSEC_PER_SEC: u64 = 1_000_000_000;
 
 const_unless_bpf! {
-    /// `a × b`, saturating at `u64::MAX`. Written without `u64::saturating_mul`
-    /// and `checked_mul`: those lower to LLVM's `umul.with.overflow.i64`, which
-    /// the BPF backend can only expand into a 128-bit libcall (`__multi3`) that
-    /// BPF programs cannot call. The bit-length test decides overflow exactly
-    /// except when the lengths add up to 65, which one halved product settles.
+    /// `a × b`, saturating at `u64::MAX`. Native code uses the CPU's overflow
+    /// flag (`u64::saturating_mul`); BPF has none — LLVM would expand
+    /// `umul.with.overflow.i64` into a 128-bit libcall (`__multi3`) that BPF
+    /// programs cannot call — so the BPF build uses [`mul_sat_body`].
     #[inline]
     pub fn mul_sat(a: u64, b: u64) -> u64 {
         #[cfg(xdcc_bpf)]
@@ -26,11 +25,13 @@ const_unless_bpf! {
         // SAFETY: a pure function of its two scalar arguments (see `bpf_global`).
         return unsafe { bpf_global::xdcc_mul_sat(a, b) };
         #[cfg(not(xdcc_bpf))]
-        mul_sat_body(a, b)
+        a.saturating_mul(b)
     }
 }
 
-/// The body of [`mul_sat`].
+/// [`mul_sat`] without an overflow flag: the bit-length test decides overflow
+/// exactly except when the lengths add up to 65, which one halved product
+/// settles. Tested equal to `u64::saturating_mul`.
 #[inline]
 pub const fn mul_sat_body(a: u64, b: u64) -> u64 {
     if (a | b) >> 32 == 0 {
@@ -88,11 +89,18 @@ const_unless_bpf! {
         // SAFETY: a pure function of its three scalar arguments (see `bpf_global`).
         return unsafe { bpf_global::xdcc_mul_div(a, b, c) };
         #[cfg(not(xdcc_bpf))]
-        mul_div_body(a, b, c)
+        match a.checked_mul(b) {
+            Some(_) if c == 0 => u64::MAX,
+            Some(prod) => prod / c,
+            None => mul_div_wide(a, b, c),
+        }
     }
 }
 
-/// The body of [`mul_div`].
+/// [`mul_div`] without an overflow flag (the BPF build): the product fits
+/// when the operands' bit lengths add up to at most 64; the rest, including
+/// the products that would have fit with 65 bits, takes the exact wide path.
+/// Tested equal to the native version.
 #[inline]
 pub const fn mul_div_body(a: u64, b: u64, c: u64) -> u64 {
     if c == 0 {
@@ -241,6 +249,21 @@ impl Wide {
 /// every partial product and sum below provably fits 64 bits.
 #[inline]
 pub const fn mul_wide_u64(a: u64, b: u64) -> (u64, u64) {
+    // 64-bit CPUs multiply 64 × 64 → 128 bits in one instruction (no libcall);
+    // BPF cannot, so its build uses the four 32-bit partial products below.
+    #[cfg(not(xdcc_bpf))]
+    {
+        let p = (a as u128) * (b as u128);
+        return ((p >> 64) as u64, p as u64);
+    }
+    #[cfg(xdcc_bpf)]
+    mul_wide_u64_parts(a, b)
+}
+
+/// [`mul_wide_u64`] from 32-bit partial products (the BPF build's; tested
+/// equal to the native product).
+#[inline]
+pub const fn mul_wide_u64_parts(a: u64, b: u64) -> (u64, u64) {
     const M: u64 = 0xffff_ffff;
     let (a1, a0) = (a >> 32, a & M);
     let (b1, b0) = (b >> 32, b & M);
@@ -345,9 +368,22 @@ pub const fn div_i64(a: i64, b: i64) -> i64 {
 }
 
 const_unless_bpf! {
-    /// `a × b` on `i64`, saturating, without the overflow intrinsic.
+    /// `a × b` on `i64`, saturating: `i64::saturating_mul` in native code,
+    /// [`mul_sat_i64_body`] (no overflow intrinsic) in the BPF build.
     #[inline]
     pub fn mul_sat_i64(a: i64, b: i64) -> i64 {
+        #[cfg(xdcc_bpf)]
+        return mul_sat_i64_body(a, b);
+        #[cfg(not(xdcc_bpf))]
+        a.saturating_mul(b)
+    }
+}
+
+const_unless_bpf! {
+    /// [`mul_sat_i64`] from [`mul_sat`] and the signs. Tested equal to
+    /// `i64::saturating_mul`.
+    #[inline]
+    pub fn mul_sat_i64_body(a: i64, b: i64) -> i64 {
         let m = mul_sat(a.unsigned_abs(), b.unsigned_abs());
         let neg = (a < 0) != (b < 0);
         if neg {
@@ -421,7 +457,7 @@ mod tests {
                     assert_eq!(div_i64(a, b), a / b, "{a}/{b}");
                 }
                 let sat = (a as i128 * b as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
-                assert_eq!(mul_sat_i64(a, b), sat, "{a}·{b} saturating");
+                assert_eq!(mul_sat_i64_body(a, b), sat, "{a}·{b} saturating");
             }
         }
     }
@@ -431,8 +467,12 @@ mod tests {
         let vals: [u64; 14] = [0, 1, 2, 3, 0xffff_ffff, 1 << 32, (1 << 32) + 1, 1 << 63, (1 << 63) - 1, u64::MAX, 3 << 62, 0x1_0000_0001, 6_000_000_000, 5_000_000_000_000];
         for &a in &vals {
             for &b in &vals {
-                assert_eq!(mul_sat(a, b), a.saturating_mul(b), "{a}·{b}");
-                assert_eq!(mul_wide_u64(a, b), (((a as u128 * b as u128) >> 64) as u64, a.wrapping_mul(b)));
+                assert_eq!(mul_sat_body(a, b), a.saturating_mul(b), "{a}·{b}");
+                for c in [0, 1, 3, 1_000_000_000, 1 << 40, u64::MAX] {
+                    // The BPF build's body and the native version agree.
+                    assert_eq!(mul_div_body(a, b, c), mul_div(a, b, c), "{a}·{b}/{c}");
+                }
+                assert_eq!(mul_wide_u64_parts(a, b), (((a as u128 * b as u128) >> 64) as u64, a.wrapping_mul(b)));
             }
         }
     }

@@ -199,12 +199,12 @@ impl Estimator {
     #[inline]
     pub fn add(&mut self, s: &Sample, tau_ns: u64) -> Option<Estimate> {
         let x = s.send_ns.wrapping_sub(self.start_ns);
-        // Common case: inside a started batch (n > 0), in order, not ending it.
-        if self.n != 0 && s.send_ns >= self.start_ns && x < tau_ns {
+        // Common case: inside a started batch, in order, not ending it.
+        if self.started && s.send_ns >= self.start_ns && x < tau_ns {
             self.accumulate(x, s);
             return None;
         }
-        self.add_slow(s, tau_ns)
+        self.add_slow(s.send_ns, s.delay_ns, s.inflight, s.acked, tau_ns)
     }
 
     #[inline]
@@ -226,10 +226,12 @@ impl Estimator {
     }
 
     #[cfg_attr(not(xdcc_bpf), inline(never))]
-
     #[cfg_attr(xdcc_bpf, inline(always))]
-    fn add_slow(&mut self, s: &Sample, tau_ns: u64) -> Option<Estimate> {
-        let send_ns = s.send_ns;
+    fn add_slow(&mut self, send_ns: u64, delay_ns: u32, inflight: u32, acked: u32, tau_ns: u64) -> Option<Estimate> {
+        // (Scalars, not `&Sample`: a reference would make the common path
+        // spill the sample to the stack. Inlined in the BPF build, so the
+        // BPF limit of five arguments does not apply.)
+        let s = &Sample { send_ns, delay_ns, inflight, acked };
         if !self.started {
             self.restart(send_ns, tau_ns);
         }
@@ -246,6 +248,7 @@ impl Estimator {
         if x >= tau_ns && self.n >= MIN_SAMPLES {
             let e = self.estimate(x);
             self.restart(send_ns, tau_ns);
+            self.y0_ns = s.delay_ns; // the next batch's offset (any delay will do)
             e
         } else {
             None
@@ -291,6 +294,9 @@ pub struct Oscar {
     u_q16: u32,
     /// Window in bytes (output).
     cwnd: u32,
+    /// Estimator period τ in ns, refreshed with the outputs (so after each
+    /// batch: a new `tau_q16` reaches running flows within one batch).
+    tau_ns: u32,
     /// Pacing rate `u·μ` in bytes/s (output).
     rate_bytes_per_sec: u64,
     /// No second loss reaction before this time.
@@ -312,7 +318,6 @@ impl Oscar {
     }
 
     #[cfg_attr(not(xdcc_bpf), inline(never))]
-
     #[cfg_attr(xdcc_bpf, inline(always))]
     fn set_outputs(&mut self, p: &Params) {
         // (max/min, not `clamp`: `clamp` panics if the bounds were inverted.)
@@ -324,6 +329,7 @@ impl Oscar {
         let w = core::cmp::max(w, 2 * p.mtu as u64); // u32 → u64: cannot overflow
         self.cwnd = sat_u32(core::cmp::min(w, super::MAX_CWND_BYTES as u64));
         self.rate_bytes_per_sec = core::cmp::max(mul_q16(p.rate_bytes_per_sec, self.u_q16), 1);
+        self.tau_ns = sat_u32(self.tau_ns(p));
     }
 
     /// Algorithm 2, lines 4–13, on one estimate.
@@ -368,6 +374,7 @@ impl CongestionControl for Oscar {
             base_rtt_ns: init.rtt_hint_ns,
             u_q16: ONE, // "OSCAR starts at line rate (u = 1)"
             cwnd: 0,
+            tau_ns: 0,
             rate_bytes_per_sec: 0,
             loss_holdoff_until_ns: 0,
         };
@@ -383,7 +390,7 @@ impl CongestionControl for Oscar {
             self.set_outputs(p);
         }
         let send = if s.send_time_ns != 0 { s.send_time_ns } else { s.now_ns.saturating_sub(s.rtt_ns as u64) };
-        let tau = self.tau_ns(p);
+        let tau = self.tau_ns as u64;
         if s.inflight_at_send == 0 {
             return; // unknown in-flight-at-send: the ⟨delay, window⟩ loop cannot use it
         }

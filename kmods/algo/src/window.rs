@@ -46,7 +46,7 @@ impl Window {
     /// above `max` (the cap was lowered) does not grow but is not cut either.
     #[inline]
     pub fn add_q16(&mut self, inc_q16: u64, max: u32) {
-        let max_q16 = (clamp(max as u64, 1, MAX_CWND_BYTES as u64)) << SHIFT;
+        let max_q16 = (core::cmp::min(max, MAX_CWND_BYTES) as u64) << SHIFT;
         let v = self.cwnd_q16.saturating_add(inc_q16);
         self.cwnd_q16 = core::cmp::min(v, core::cmp::max(max_q16, self.cwnd_q16));
     }
