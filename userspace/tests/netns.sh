@@ -290,6 +290,17 @@ cli() {
     check "cc set unknown changed nothing" eq "$(in_ns "$S" sysctl -n net.ipv4.tcp_congestion_control)" reno
     expect_fail "cc set uno without its module names the module" "module load tcp_uno" "$X" cc set uno --netns "$S"
     expect_fail "cc set --netns missing namespace" "network namespace" "$X" cc set cubic --netns "$tag-none"
+    # global options and exit status (README "CLI reference")
+    check "-n before the subcommand, like ip -n" eq "$("$X" -n "$S" cc list -j | jq -r .default)" reno
+    check "-n covers every command (flows in the namespace)" bash -c "$X -n $S --socket $work/none.sock flows -j | jq -e 'type == \"array\"'"
+    exit_is() { local want=$1 rc=0; shift; "$@" >/dev/null 2>&1 || rc=$?; eq "$rc" "$want"; }
+    check "exit 2: usage" exit_is 2 "$X" frobnicate
+    check "exit 3: no agent" exit_is 3 "$X" --socket "$work/none.sock" stats
+    check "exit 5: bad value (unknown CC)" exit_is 5 "$X" -n "$S" cc set nosuch
+    check "exit 5: bad value (missing namespace)" exit_is 5 "$X" -n "$tag-none" cc list
+    check "exit 5: bad value (unknown BPF CC)" exit_is 5 "$X" cc load nosuch --bpf
+    check "completions: a bash script naming the subcommands" bash -c "$X completions bash | grep -q 'tunable'"
+    check "man page: roff with the global options and the exit status" bash -c "$X man | grep -q '^.TH xdcc 1' && $X man | grep -q 'Exit status'"
     # module
     check "module list --json has the four modules" bash -c "$X module list --json | jq -e 'length == 4'"
     check "module list table" bash -c "$X module list | grep -q tcp_gemini"
@@ -362,7 +373,7 @@ c=socket.create_connection(("10.93.0.1",7000)); a,_=s.accept(); c.sendall(b"x"*1
     check "flows --watch refreshes" bash -c "timeout 2.5 ip netns exec $S $X --socket $sock flows --watch 0.5 | grep -c LOCAL | awk '{exit !(\$1 >= 2)}'"
     expect_fail "flows --watch rejects a bad interval" "at least 0.1" in_ns "$S" "$X" --socket "$sock" flows --watch 0
     check "metrics (CLI)" bash -c "ip netns exec $S $X --socket $sock metrics | grep -q '^xdcc_flows_opened_total'"
-    check "metrics over HTTP on loopback" bash -c "ip netns exec $S python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:9877/metrics\").read().decode())' | grep -q '# TYPE xdcc_flow_bytes_acked gauge'"
+    check "metrics over HTTP on loopback" bash -c "ip netns exec $S python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:9877/metrics\").read().decode())' | grep -q '# TYPE xdcc_cc_bytes_acked counter'"
     wait $conn || true
     check "agent attached its programs" le $((before + 3)) "$(bpftool prog show | grep -c xdcc_ || true)"
     stop_agent "$agent"

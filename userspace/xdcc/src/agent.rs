@@ -44,6 +44,8 @@ pub struct State {
     started: Instant,
     cgroup: PathBuf,
     interfaces: Vec<String>,
+    /// Per-CC counters for the Prometheus metrics.
+    pub totals: crate::metrics::Totals,
 }
 
 #[derive(Serialize)]
@@ -246,6 +248,7 @@ pub async fn run(cfg: AgentConfig) -> Result<()> {
         started: Instant::now(),
         cgroup: cfg.cgroup.clone(),
         interfaces: cfg.interfaces.clone(),
+        totals: Default::default(),
     }));
     if let Some(addr) = &cfg.metrics {
         metrics::serve(addr, state.clone())?;

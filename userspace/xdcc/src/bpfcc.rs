@@ -18,6 +18,7 @@ use std::{
     path::PathBuf,
 };
 
+use crate::failure::{bad_value, kernel_refused};
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder};
 use serde::Serialize;
@@ -44,7 +45,7 @@ pub fn algo_name(cc: &str) -> Result<&'static str> {
         .iter()
         .map(|(n, _)| *n)
         .find(|n| *n == base)
-        .ok_or_else(|| anyhow!("unknown BPF congestion control `{cc}` (xdcc has bpf_uno, bpf_gemini, bpf_oscar, bpf_smartt)"))
+        .ok_or_else(|| bad_value(format!("unknown BPF congestion control `{cc}` (xdcc has bpf_uno, bpf_gemini, bpf_oscar, bpf_smartt)")))
 }
 
 /// Root of the BPF file system: $XDCC_BPFFS or /sys/fs/bpf.
@@ -110,10 +111,10 @@ pub fn load(cc: &str, replace: bool) -> Result<LoadReport> {
         }
     }
     let mut obj = open.load().map_err(|e| {
-        anyhow!(
+        kernel_refused(format!(
             "the kernel refused {name}: {e}\n(needs BTF, BPF struct_ops TCP congestion control and struct_ops links: \
              Linux >= 6.4 with CONFIG_DEBUG_INFO_BTF; the verifier's log is above)"
-        )
+        ))
     })?;
     let verified_insns = obj
         .progs()
@@ -165,9 +166,9 @@ pub fn load(cc: &str, replace: bool) -> Result<LoadReport> {
         .ok_or_else(|| anyhow!("{name}: no struct_ops map in the object"))?;
     let mut link = ops.attach_struct_ops().map_err(|e| {
         if e.kind() == libbpf_rs::ErrorKind::AlreadyExists {
-            anyhow!("the kernel already has a congestion control named {name} (loaded by another tool?)")
+            kernel_refused(format!("the kernel already has a congestion control named {name} (loaded by another tool?)"))
         } else {
-            anyhow!("registering {name}: {e}")
+            kernel_refused(format!("registering {name}: {e}"))
         }
     })?;
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -199,7 +200,7 @@ fn replace_in_place(name: &str, ops: &mut libbpf_rs::MapMut, dir: &std::path::Pa
     use libbpf_rs::libbpf_sys as sys;
     match ops.attach_struct_ops() {
         Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => {}
-        Err(e) => bail!("preparing the new {name}: {e}"),
+        Err(e) => return Err(kernel_refused(format!("preparing the new {name}: {e}"))),
         Ok(_) => bail!("{name} was not registered any more (unloaded meanwhile?): load it again"),
     }
     let link = libbpf_rs::Link::open(dir.join("link")).with_context(|| format!("opening {}", dir.join("link").display()))?;
@@ -208,7 +209,7 @@ fn replace_in_place(name: &str, ops: &mut libbpf_rs::MapMut, dir: &std::path::Pa
     // call); a null `opts` is allowed.
     let r = unsafe { sys::bpf_link_update(link_fd, ops.as_fd().as_raw_fd(), std::ptr::null()) };
     if r < 0 {
-        bail!("replacing {name} in place: {}", std::io::Error::from_raw_os_error(-r));
+        return Err(kernel_refused(format!("replacing {name} in place: {}", std::io::Error::from_raw_os_error(-r))));
     }
     Ok(())
 }
@@ -432,9 +433,9 @@ fn read<P: Tunables>(algo: &str, map: &MapHandle) -> Result<linux::Config<P>> {
 fn apply<P: Tunables>(c: &linux::Config<P>, name: &str, value: u64) -> Result<linux::Config<P>> {
     let mut n = *c;
     if P::TUNABLES.contains(&name) {
-        n.params.set(name, value).map_err(|e| anyhow!("{e}"))?;
+        n.params.set(name, value).map_err(bad_value)?;
     } else if let Some(i) = PACING.iter().position(|k| *k == name) {
-        let pct = linux::validate_pacing_pct(PACING[i], value).map_err(|e| anyhow!("{e}"))?;
+        let pct = linux::validate_pacing_pct(PACING[i], value).map_err(bad_value)?;
         if i == 0 {
             n.pacing.ca_pct = pct;
         } else {
@@ -448,10 +449,10 @@ fn apply<P: Tunables>(c: &linux::Config<P>, name: &str, value: u64) -> Result<li
             2 => n.net.inter_rtt_ns = to_u32(value.saturating_mul(1000)),
             _ => n.net.mtu = to_u32(value),
         }
-        n.net.validate().map_err(|e| anyhow!("{name} = {value} rejected: {e}"))?;
+        n.net.validate().map_err(|e| bad_value(format!("{name} = {value} rejected: {e}")))?;
         n.params = P::from_net(&n.net);
     } else {
-        bail!("`{name}` is not a tunable (known: {})", names::<P>().join(", "));
+        return Err(bad_value(format!("`{name}` is not a tunable (known: {})", names::<P>().join(", "))));
     }
     Ok(n)
 }
@@ -473,7 +474,7 @@ fn set_for<P: Tunables>(algo: &str, name: &str, value: u64) -> Result<()> {
     let map = config_map(algo)?;
     let cur = read::<P>(algo, &map)?;
     if !names::<P>().contains(&name) {
-        bail!("`{name}` is not a tunable of bpf_{algo} (known: {})", names::<P>().join(", "));
+        return Err(bad_value(format!("`{name}` is not a tunable of bpf_{algo} (known: {})", names::<P>().join(", "))));
     }
     let new = apply(&cur, name, value)?;
     write(algo, &map, &new)

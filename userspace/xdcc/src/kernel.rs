@@ -11,6 +11,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use crate::failure::{bad_value, kernel_refused};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use xdcc_algo::{gemini, oscar, smartt, uno, NetConfig, Tunables};
@@ -34,15 +35,35 @@ fn read_sysctl(rel: &str) -> Result<String> {
     Ok(fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?.trim().to_string())
 }
 
+fn netns_path(ns: &str) -> PathBuf {
+    if ns.contains('/') {
+        PathBuf::from(ns)
+    } else {
+        Path::new("/run/netns").join(ns)
+    }
+}
+
+/// Moves the calling thread (the whole process, if called before any other
+/// thread starts) into network namespace `ns` (a name under /run/netns or a
+/// path): the global `-n/--netns`.
+pub fn enter_netns(ns: &str) -> Result<()> {
+    let path = netns_path(ns);
+    let file = fs::File::open(&path).map_err(|e| {
+        bad_value(format!("network namespace {ns}: {e} ({}; create it with `ip netns add {ns}`)", path.display()))
+    })?;
+    nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
+        .map_err(|e| kernel_refused(format!("entering network namespace {}: {e}", path.display())))
+}
+
 /// Runs `f` inside network namespace `netns` (a name under /run/netns or a
 /// path), on a separate thread so the caller's namespace is untouched.
 pub fn in_netns<T: Send + 'static>(netns: Option<&str>, f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     let Some(ns) = netns else { return f() };
-    let path = if ns.contains('/') { PathBuf::from(ns) } else { Path::new("/run/netns").join(ns) };
-    let file = fs::File::open(&path).map_err(|e| anyhow!("network namespace {ns}: {e} ({})", path.display()))?;
+    let path = netns_path(ns);
+    let file = fs::File::open(&path).map_err(|e| bad_value(format!("network namespace {ns}: {e} ({})", path.display())))?;
     std::thread::spawn(move || {
         nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
-            .map_err(|e| anyhow!("entering network namespace {}: {e}", path.display()))?;
+            .map_err(|e| kernel_refused(format!("entering network namespace {}: {e}", path.display())))?;
         f()
     })
     .join()
@@ -86,15 +107,18 @@ pub fn cc_set(name: &str, netns: Option<&str>) -> Result<()> {
                         .map(|b| format!("; load it first: xdcc cc load {b} --bpf"))
                 })
                 .unwrap_or_default();
-            bail!("congestion control `{name}` is not available (available: {}){hint}", available.join(" "));
+            return Err(bad_value(format!(
+                "congestion control `{name}` is not available (available: {}){hint}",
+                available.join(" ")
+            )));
         }
         let p = sysctl_root().join(DEFAULT_CC);
         fs::write(&p, &name).map_err(|e| match e.kind() {
-            ErrorKind::PermissionDenied => anyhow!(
+            ErrorKind::PermissionDenied => kernel_refused(format!(
                 "the kernel refused `{name}` as the default{}: it is not in tcp_allowed_congestion_control \
                  (set it in the initial namespace first, or add it to net.ipv4.tcp_allowed_congestion_control)",
                 ns.as_deref().map(|n| format!(" of netns {n}")).unwrap_or_default()
-            ),
+            )),
             _ => anyhow!("writing {}: {e}", p.display()),
         })
     })
@@ -161,20 +185,20 @@ pub fn module_load(what: &str) -> Result<String> {
             .iter()
             .find(|(cc, m)| *cc == what || *m == what)
             .map(|(_, m)| *m)
-            .ok_or_else(|| anyhow!("unknown module `{what}` (xdcc modules: {})", module_names()))?;
+            .ok_or_else(|| bad_value(format!("unknown module `{what}` (xdcc modules: {})", module_names())))?;
         module_dir().join(format!("{m}.ko"))
     };
     let file = fs::File::open(&path).map_err(|e| {
         anyhow!("module file {}: {e} (build it with testbed/kernel/build.sh, or set XDCC_MODULE_DIR)", path.display())
     })?;
     let params = CString::new("").expect("no NUL");
-    nix::kmod::finit_module(&file, &params, nix::kmod::ModuleInitFlags::empty()).map_err(|e| match e {
+    nix::kmod::finit_module(&file, &params, nix::kmod::ModuleInitFlags::empty()).map_err(|e| refused(match e {
         nix::errno::Errno::EEXIST => anyhow!("{} is already loaded", path.display()),
         nix::errno::Errno::ENOSYS => anyhow!("this kernel cannot load modules (CONFIG_MODULES is off)"),
         nix::errno::Errno::EPERM => anyhow!("not permitted to load modules (root needed; or modules are disabled)"),
         nix::errno::Errno::ENOEXEC => anyhow!("{} is not a module for this kernel", path.display()),
         e => anyhow!("loading {}: {e}", path.display()),
-    })?;
+    }))?;
     Ok(path.display().to_string())
 }
 
@@ -183,9 +207,9 @@ pub fn module_unload(what: &str) -> Result<()> {
         .iter()
         .find(|(cc, m)| *cc == what || *m == what)
         .map(|(_, m)| *m)
-        .ok_or_else(|| anyhow!("unknown module `{what}` (xdcc modules: {})", module_names()))?;
+        .ok_or_else(|| bad_value(format!("unknown module `{what}` (xdcc modules: {})", module_names())))?;
     let name = CString::new(m).expect("no NUL");
-    nix::kmod::delete_module(&name, nix::kmod::DeleteModuleFlags::O_NONBLOCK).map_err(|e| match e {
+    nix::kmod::delete_module(&name, nix::kmod::DeleteModuleFlags::O_NONBLOCK).map_err(|e| refused(match e {
         nix::errno::Errno::ENOENT => anyhow!("{m} is not loaded"),
         nix::errno::Errno::EBUSY | nix::errno::Errno::EAGAIN => anyhow!(
             "{m} is in use: a socket or a namespace's default congestion control still uses it \
@@ -193,7 +217,12 @@ pub fn module_unload(what: &str) -> Result<()> {
         ),
         nix::errno::Errno::ENOSYS => anyhow!("this kernel cannot unload modules"),
         e => anyhow!("unloading {m}: {e}"),
-    })
+    }))
+}
+
+/// The same message, classed as the kernel refusing.
+fn refused(e: anyhow::Error) -> anyhow::Error {
+    kernel_refused(e)
 }
 
 fn module_names() -> String {
@@ -210,7 +239,9 @@ const PACING_KNOBS: &[&str] = &["window_pacing_pct", "window_pacing_ss_pct"];
 
 fn cc_dir(cc: &str) -> Result<PathBuf> {
     let Some((_, m)) = XDCC_CCS.iter().find(|(c, _)| *c == cc) else {
-        bail!("unknown congestion control `{cc}` (xdcc CCs with tunables: uno, gemini, oscar, smartt, and bpf_<cc> for the BPF versions)");
+        return Err(bad_value(format!(
+            "unknown congestion control `{cc}` (xdcc CCs with tunables: uno, gemini, oscar, smartt, and bpf_<cc> for the BPF versions)"
+        )));
     };
     let dir = sysctl_root().join("net/xdcc").join(cc);
     if !dir.is_dir() {
@@ -253,7 +284,10 @@ pub fn tunable_get(cc: &str, name: &str) -> Result<u64> {
     let all = tunable_list(cc)?;
     all.iter().find(|(n, _)| n == name).map(|(_, v)| *v).ok_or_else(|| {
         if cc.starts_with("bpf_") {
-            anyhow!("`{name}` is not a tunable of {cc} (known: {})", all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "))
+            bad_value(format!(
+                "`{name}` is not a tunable of {cc} (known: {})",
+                all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+            ))
         } else {
             unknown_tunable(cc, name)
         }
@@ -261,7 +295,7 @@ pub fn tunable_get(cc: &str, name: &str) -> Result<u64> {
 }
 
 fn unknown_tunable(cc: &str, name: &str) -> anyhow::Error {
-    anyhow!("`{name}` is not a tunable of {cc} (known: {})", tunable_names(cc).join(", "))
+    bad_value(format!("`{name}` is not a tunable of {cc} (known: {})", tunable_names(cc).join(", ")))
 }
 
 /// Checks a new value against the module's current set the way the module
@@ -270,7 +304,7 @@ fn check<P: Tunables>(current: &[(String, u64)], name: &str, value: u64) -> Resu
     let get = |n: &str| current.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap_or(0);
     if PACING_KNOBS.contains(&name) {
         if value > 1000 {
-            bail!("{name} = {value} is out of range (0..=1000 percent of cwnd/srtt)");
+            return Err(bad_value(format!("{name} = {value} is out of range (0..=1000 percent of cwnd/srtt)")));
         }
         return Ok(());
     }
@@ -284,7 +318,7 @@ fn check<P: Tunables>(current: &[(String, u64)], name: &str, value: u64) -> Resu
             inter_rtt_ns: to_u32(net[2].saturating_mul(1000)),
             mtu: to_u32(net[3]),
         };
-        return cfg.validate().map_err(|e| anyhow!("{name} = {value} rejected: {e}"));
+        return cfg.validate().map_err(|e| bad_value(format!("{name} = {value} rejected: {e}")));
     }
     let mut p = P::from_net(&NetConfig::GEMINI_TESTBED);
     for (k, v) in current {
@@ -294,7 +328,7 @@ fn check<P: Tunables>(current: &[(String, u64)], name: &str, value: u64) -> Resu
             let _ = p.set_unchecked(k, *v);
         }
     }
-    p.set(name, value).map_err(|e| anyhow!("{e}"))
+    p.set(name, value).map_err(bad_value)
 }
 
 /// Validates, then writes. On a validation error nothing is written; if the
@@ -303,7 +337,7 @@ pub fn tunable_set(cc: &str, name: &str, value: &str) -> Result<u64> {
     let value: u64 = value
         .trim()
         .parse()
-        .map_err(|_| anyhow!("`{value}` is not a non-negative integer (units are in the name: _ns, _bytes, _q16, ...)"))?;
+        .map_err(|_| bad_value(format!("`{value}` is not a non-negative integer (units are in the name: _ns, _bytes, _q16, ...)")))?;
     if cc.starts_with("bpf_") {
         crate::bpfcc::tunable_set(cc, name, value)?;
         return Ok(value);
@@ -321,7 +355,7 @@ pub fn tunable_set(cc: &str, name: &str, value: &str) -> Result<u64> {
     }
     let p = cc_dir(cc)?.join(name);
     fs::write(&p, value.to_string()).map_err(|e| match e.raw_os_error() {
-        Some(22) => anyhow!("the kernel rejected {cc}.{name} = {value} (EINVAL); nothing changed"),
+        Some(22) => kernel_refused(format!("the kernel rejected {cc}.{name} = {value} (EINVAL); nothing changed")),
         _ => anyhow!("writing {}: {e}", p.display()),
     })?;
     Ok(value)

@@ -10,6 +10,7 @@ mod bpfcc;
 mod bpfcc_equivalence;
 mod config;
 mod ebpf;
+mod failure;
 mod flows;
 mod kernel;
 mod metrics;
@@ -29,11 +30,24 @@ use flows::FlowView;
 use proto::Request;
 
 #[derive(Parser)]
-#[command(name = "xdcc", version, about = "xdcc: datacenter and cross-datacenter congestion controls for Linux")]
+#[command(
+    name = "xdcc",
+    version,
+    about = "xdcc: datacenter and cross-datacenter congestion controls for Linux",
+    after_help = "Exit status: 0 success, 1 other failure, 2 usage, 3 no agent, 4 the kernel refused, 5 bad value."
+)]
 struct Cli {
     /// The agent's control socket.
     #[arg(long, global = true, env = "XDCC_SOCKET", default_value = DEFAULT_SOCKET)]
     socket: PathBuf,
+    /// Machine-readable output: one pretty-printed JSON document (with
+    /// `flows --watch`, one compact JSON document per line and refresh).
+    #[arg(short = 'j', long, global = true)]
+    json: bool,
+    /// Run the command in network namespace NAME (/run/netns/NAME, as made
+    /// by `ip netns add`) or at a namespace path, like `ip -n`.
+    #[arg(short = 'n', long, global = true, value_name = "NAME")]
+    netns: Option<String>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -54,8 +68,6 @@ enum Cmd {
     Tunable(TunableCmd),
     /// Per-flow telemetry: bytes, ECN marks, RTT, window, path.
     Flows {
-        #[arg(long)]
-        json: bool,
         /// Refresh every SECS seconds (default 1) until interrupted.
         #[arg(long, num_args = 0..=1, default_missing_value = "1", value_name = "SECS")]
         watch: Option<f64>,
@@ -64,10 +76,7 @@ enum Cmd {
         all: bool,
     },
     /// Agent counters, attachment points and path health.
-    Stats {
-        #[arg(long)]
-        json: bool,
-    },
+    Stats,
     /// Show, tune or force flow-label rerouting.
     #[command(subcommand)]
     Reroute(RerouteCmd),
@@ -135,6 +144,14 @@ enum Cmd {
         #[arg(long)]
         duration: Option<u64>,
     },
+    /// Print a shell completion script (e.g. `xdcc completions bash >
+    /// /etc/bash_completion.d/xdcc`).
+    Completions {
+        shell: clap_complete::Shell,
+    },
+    /// Print the xdcc(1) man page, generated from these definitions (roff:
+    /// `xdcc man > /usr/local/share/man/man1/xdcc.1`).
+    Man,
 }
 
 #[derive(Args)]
@@ -162,17 +179,10 @@ struct AgentArgs {
 #[derive(Subcommand)]
 enum CcCmd {
     /// Available, allowed and default congestion controls.
-    List {
-        #[arg(long)]
-        netns: Option<String>,
-        #[arg(long)]
-        json: bool,
-    },
+    List,
     /// Make NAME the default for new sockets (of a network namespace).
     Set {
         name: String,
-        #[arg(long)]
-        netns: Option<String>,
     },
     /// Make an xdcc CC available: its kernel module (tcp_<cc>), or with
     /// --bpf its BPF struct_ops version bpf_<cc> (stock kernels >= 6.4 with
@@ -187,8 +197,6 @@ enum CcCmd {
         /// programs; existing ones finish on the old).
         #[arg(long, requires = "bpf")]
         replace: bool,
-        #[arg(long)]
-        json: bool,
     },
     /// Remove an xdcc CC loaded with `cc load` (sockets using a BPF CC keep
     /// it until they close; a module in use is refused).
@@ -202,10 +210,7 @@ enum CcCmd {
 #[derive(Subcommand)]
 enum ModuleCmd {
     /// The xdcc modules, whether loaded, and their files ($XDCC_MODULE_DIR or ./kmods).
-    List {
-        #[arg(long)]
-        json: bool,
-    },
+    List,
     /// Load a module by name (tcp_uno or uno) or by path to a .ko file.
     Load { module: String },
     /// Unload a module (refused while a socket or namespace uses its CC).
@@ -217,8 +222,6 @@ enum TunableCmd {
     /// Every tunable of a CC with its value.
     List {
         cc: String,
-        #[arg(long)]
-        json: bool,
     },
     Get { cc: String, name: String },
     /// Validated before writing: a bad name or value changes nothing.
@@ -244,25 +247,18 @@ enum SwitchCmd {
         profile: String,
         iface: String,
         #[arg(long)]
-        netns: Option<String>,
-        #[arg(long)]
         rate_mbit: Option<u64>,
     },
     /// Remove a profile from an interface (back to its default qdisc).
     Revert {
         iface: String,
-        #[arg(long)]
-        netns: Option<String>,
     },
 }
 
 #[derive(Subcommand)]
 enum RerouteCmd {
     /// Current settings.
-    Show {
-        #[arg(long)]
-        json: bool,
-    },
+    Show,
     /// Change one setting (see `reroute show` for names and ranges).
     Set { name: String, value: String },
     /// Move matching IPv6 flows to another path at their next round.
@@ -277,16 +273,25 @@ enum RerouteCmd {
 
 fn main() {
     let cli = Cli::parse();
+    // Like `ip -n`: the whole process enters the namespace before it starts
+    // any thread (threads inherit it), so every command acts there.
+    if let Some(ns) = &cli.netns {
+        if let Err(e) = kernel::enter_netns(ns) {
+            eprintln!("xdcc: error: {e:#}");
+            std::process::exit(failure::exit_code(&e).into());
+        }
+    }
     let default_level = if matches!(cli.cmd, Cmd::Agent(_) | Cmd::MarkCe { .. }) { "info,netlink_packet_route=error" } else { "warn,netlink_packet_route=error" };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_level)).init();
     if let Err(e) = run(cli) {
         eprintln!("xdcc: error: {e:#}");
-        std::process::exit(1);
+        std::process::exit(failure::exit_code(&e).into());
     }
 }
 
 fn run(cli: Cli) -> Result<()> {
     let sock = cli.socket.as_path();
+    let (json, netns) = (cli.json, cli.netns.clone());
     match cli.cmd {
         Cmd::Agent(a) => {
             let mut cfg = match &a.config {
@@ -314,8 +319,8 @@ fn run(cli: Cli) -> Result<()> {
             AgentConfig::parse(&text).map_err(|e| anyhow::anyhow!("invalid option: {}", e.split_once(": ").map(|x| x.1).unwrap_or(&e)))?;
             tokio_rt()?.block_on(agent::run(cfg))
         }
-        Cmd::Cc(CcCmd::List { netns, json }) => {
-            let l = kernel::cc_list(netns.as_deref())?;
+        Cmd::Cc(CcCmd::List) => {
+            let l = kernel::cc_list(None)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&l)?);
             } else {
@@ -328,12 +333,12 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Cc(CcCmd::Set { name, netns }) => {
-            kernel::cc_set(&name, netns.as_deref())?;
+        Cmd::Cc(CcCmd::Set { name }) => {
+            kernel::cc_set(&name, None)?;
             println!("default congestion control{}: {name}", netns.map(|n| format!(" in netns {n}")).unwrap_or_default());
             Ok(())
         }
-        Cmd::Cc(CcCmd::Load { cc, bpf: true, replace, json }) => {
+        Cmd::Cc(CcCmd::Load { cc, bpf: true, replace }) => {
             let r = bpfcc::load(&cc, replace)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
@@ -359,7 +364,7 @@ fn run(cli: Cli) -> Result<()> {
             println!("unloaded {cc}");
             Ok(())
         }
-        Cmd::Module(ModuleCmd::List { json }) => {
+        Cmd::Module(ModuleCmd::List) => {
             let l = kernel::module_list();
             if json {
                 println!("{}", serde_json::to_string_pretty(&l)?);
@@ -388,7 +393,7 @@ fn run(cli: Cli) -> Result<()> {
             println!("unloaded {module}");
             Ok(())
         }
-        Cmd::Tunable(TunableCmd::List { cc, json }) => {
+        Cmd::Tunable(TunableCmd::List { cc }) => {
             let l = kernel::tunable_list(&cc)?;
             if json {
                 let m: serde_json::Map<String, serde_json::Value> = l.into_iter().map(|(k, v)| (k, v.into())).collect();
@@ -409,8 +414,8 @@ fn run(cli: Cli) -> Result<()> {
             println!("{cc}.{name} = {v}");
             Ok(())
         }
-        Cmd::Flows { json, watch, all } => flows_cmd(sock, json, watch, all),
-        Cmd::Stats { json } => {
+        Cmd::Flows { watch, all } => flows_cmd(sock, json, watch, all),
+        Cmd::Stats => {
             let data = need_agent(sock, &Request::Stats)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&data)?);
@@ -419,7 +424,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Reroute(RerouteCmd::Show { json }) => {
+        Cmd::Reroute(RerouteCmd::Show) => {
             let data = need_agent(sock, &Request::RerouteGet)?;
             let s: RerouteSettings = serde_json::from_value(data)?;
             if json {
@@ -481,6 +486,15 @@ fn run(cli: Cli) -> Result<()> {
             tokio_rt()?.block_on(mark_phantom(&iface, cfg, duration))
         }
         Cmd::MarkCe { iface, every, duration } => tokio_rt()?.block_on(mark_ce(&iface, every, duration)),
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "xdcc", &mut std::io::stdout());
+            Ok(())
+        }
+        Cmd::Man => {
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut std::io::stdout())
+                .context("writing the man page")
+        }
     }
 }
 
@@ -526,17 +540,17 @@ fn switch_cmd(c: SwitchCmd) -> Result<()> {
                 println!("tc {}", cmd.join(" "));
             }
         }
-        SwitchCmd::Apply { profile, iface, netns, rate_mbit } => {
+        SwitchCmd::Apply { profile, iface, rate_mbit } => {
             let p = load(&profile, rate_mbit)?;
-            for line in xdcc_switch::apply(&p, &iface, netns.as_deref())? {
+            for line in xdcc_switch::apply(&p, &iface, None)? {
                 println!("{line}");
             }
             if p.phantom.is_some() {
                 println!("(its phantom queue is an eBPF marker: run `xdcc mark-phantom --profile {profile} --iface {iface}` beside it)");
             }
         }
-        SwitchCmd::Revert { iface, netns } => {
-            xdcc_switch::revert(&iface, netns.as_deref())?;
+        SwitchCmd::Revert { iface } => {
+            xdcc_switch::revert(&iface, None)?;
             println!("reverted {iface}");
         }
     }
@@ -550,7 +564,7 @@ fn tokio_rt() -> Result<tokio::runtime::Runtime> {
 fn need_agent(sock: &Path, req: &Request) -> Result<serde_json::Value> {
     match proto::call(sock, req)? {
         Some(v) => Ok(v),
-        None => bail!("no xdcc agent at {} (start one with `xdcc agent`)", sock.display()),
+        None => Err(failure::no_agent(format!("no xdcc agent at {} (start one with `xdcc agent`)", sock.display()))),
     }
 }
 
@@ -576,8 +590,10 @@ fn flows_cmd(sock: &Path, json: bool, watch: Option<f64>, all: bool) -> Result<(
         if watch.is_some() && !json {
             write!(out, "\x1b[H\x1b[2J")?; // clear the terminal
         }
-        if json {
-            writeln!(out, "{}", serde_json::to_string(&rows)?)?;
+        if json && watch.is_some() {
+            writeln!(out, "{}", serde_json::to_string(&rows)?)?; // JSON Lines
+        } else if json {
+            writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
         } else {
             write!(out, "{}", flows::render_table(&rows))?;
             if let Some(n) = note {
