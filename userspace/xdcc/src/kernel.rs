@@ -55,21 +55,6 @@ pub fn enter_netns(ns: &str) -> Result<()> {
         .map_err(|e| kernel_refused(format!("entering network namespace {}: {e}", path.display())))
 }
 
-/// Runs `f` inside network namespace `netns` (a name under /run/netns or a
-/// path), on a separate thread so the caller's namespace is untouched.
-pub fn in_netns<T: Send + 'static>(netns: Option<&str>, f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    let Some(ns) = netns else { return f() };
-    let path = netns_path(ns);
-    let file = fs::File::open(&path).map_err(|e| bad_value(format!("network namespace {ns}: {e} ({})", path.display())))?;
-    std::thread::spawn(move || {
-        nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
-            .map_err(|e| kernel_refused(format!("entering network namespace {}: {e}", path.display())))?;
-        f()
-    })
-    .join()
-    .map_err(|_| anyhow!("namespace thread panicked"))?
-}
-
 #[derive(Debug, Serialize)]
 pub struct CcList {
     pub default: String,
@@ -79,48 +64,44 @@ pub struct CcList {
     pub xdcc_not_loaded: Vec<String>,
 }
 
-pub fn cc_list(netns: Option<&str>) -> Result<CcList> {
-    in_netns(netns, || {
-        let available: Vec<String> = read_sysctl(AVAILABLE)?.split_whitespace().map(String::from).collect();
-        let allowed = read_sysctl(ALLOWED)?.split_whitespace().map(String::from).collect();
-        let xdcc_not_loaded =
-            XDCC_CCS.iter().filter(|(cc, _)| !available.iter().any(|a| a == cc)).map(|(cc, _)| cc.to_string()).collect();
-        Ok(CcList { default: read_sysctl(DEFAULT_CC)?, available, allowed, xdcc_not_loaded })
-    })
+/// The CCs of the current network namespace (`-n` moves the process there).
+pub fn cc_list() -> Result<CcList> {
+    let available: Vec<String> = read_sysctl(AVAILABLE)?.split_whitespace().map(String::from).collect();
+    let allowed = read_sysctl(ALLOWED)?.split_whitespace().map(String::from).collect();
+    let xdcc_not_loaded =
+        XDCC_CCS.iter().filter(|(cc, _)| !available.iter().any(|a| a == cc)).map(|(cc, _)| cc.to_string()).collect();
+    Ok(CcList { default: read_sysctl(DEFAULT_CC)?, available, allowed, xdcc_not_loaded })
 }
 
-/// Sets the default CC for new sockets (of a namespace). Refuses names the
-/// kernel does not have, with the list and, for xdcc CCs, the module to load.
-pub fn cc_set(name: &str, netns: Option<&str>) -> Result<()> {
-    let name = name.to_string();
-    let ns = netns.map(String::from);
-    in_netns(netns, move || {
-        let available: Vec<String> = read_sysctl(AVAILABLE)?.split_whitespace().map(String::from).collect();
-        if !available.iter().any(|a| *a == name) {
-            let hint = XDCC_CCS
-                .iter()
-                .find(|(cc, _)| *cc == name)
-                .map(|(_, m)| format!("; load it first: xdcc module load {m}"))
-                .or_else(|| {
-                    name.strip_prefix("bpf_")
-                        .filter(|b| XDCC_CCS.iter().any(|(cc, _)| cc == b))
-                        .map(|b| format!("; load it first: xdcc cc load {b} --bpf"))
-                })
-                .unwrap_or_default();
-            return Err(bad_value(format!(
-                "congestion control `{name}` is not available (available: {}){hint}",
-                available.join(" ")
-            )));
-        }
-        let p = sysctl_root().join(DEFAULT_CC);
-        fs::write(&p, &name).map_err(|e| match e.kind() {
-            ErrorKind::PermissionDenied => kernel_refused(format!(
-                "the kernel refused `{name}` as the default{}: it is not in tcp_allowed_congestion_control \
-                 (set it in the initial namespace first, or add it to net.ipv4.tcp_allowed_congestion_control)",
-                ns.as_deref().map(|n| format!(" of netns {n}")).unwrap_or_default()
-            )),
-            _ => anyhow!("writing {}: {e}", p.display()),
-        })
+/// Sets the default CC for new sockets of the current network namespace.
+/// Refuses names the kernel does not have, with the list and, for xdcc CCs,
+/// the module to load.
+pub fn cc_set(name: &str) -> Result<()> {
+    let available: Vec<String> = read_sysctl(AVAILABLE)?.split_whitespace().map(String::from).collect();
+    if !available.iter().any(|a| a == name) {
+        let hint = XDCC_CCS
+            .iter()
+            .find(|(cc, _)| *cc == name)
+            .map(|(_, m)| format!("; load it first: xdcc module load {m}"))
+            .or_else(|| {
+                name.strip_prefix("bpf_")
+                    .filter(|b| XDCC_CCS.iter().any(|(cc, _)| cc == b))
+                    .map(|b| format!("; load it first: xdcc cc load {b} --bpf"))
+            })
+            .unwrap_or_default();
+        return Err(bad_value(format!(
+            "congestion control `{name}` is not available (available: {}){hint}",
+            available.join(" ")
+        )));
+    }
+    let p = sysctl_root().join(DEFAULT_CC);
+    fs::write(&p, name).map_err(|e| match e.kind() {
+        ErrorKind::PermissionDenied => kernel_refused(format!(
+            "the kernel refused `{name}` as the default of this namespace: it is not in \
+             tcp_allowed_congestion_control (set it in the initial namespace first, or add it to \
+             net.ipv4.tcp_allowed_congestion_control)"
+        )),
+        _ => anyhow!("writing {}: {e}", p.display()),
     })
 }
 
@@ -192,7 +173,7 @@ pub fn module_load(what: &str) -> Result<String> {
         anyhow!("module file {}: {e} (build it with testbed/kernel/build.sh, or set XDCC_MODULE_DIR)", path.display())
     })?;
     let params = CString::new("").expect("no NUL");
-    nix::kmod::finit_module(&file, &params, nix::kmod::ModuleInitFlags::empty()).map_err(|e| refused(match e {
+    nix::kmod::finit_module(&file, &params, nix::kmod::ModuleInitFlags::empty()).map_err(|e| kernel_refused(match e {
         nix::errno::Errno::EEXIST => anyhow!("{} is already loaded", path.display()),
         nix::errno::Errno::ENOSYS => anyhow!("this kernel cannot load modules (CONFIG_MODULES is off)"),
         nix::errno::Errno::EPERM => anyhow!("not permitted to load modules (root needed; or modules are disabled)"),
@@ -209,7 +190,7 @@ pub fn module_unload(what: &str) -> Result<()> {
         .map(|(_, m)| *m)
         .ok_or_else(|| bad_value(format!("unknown module `{what}` (xdcc modules: {})", module_names())))?;
     let name = CString::new(m).expect("no NUL");
-    nix::kmod::delete_module(&name, nix::kmod::DeleteModuleFlags::O_NONBLOCK).map_err(|e| refused(match e {
+    nix::kmod::delete_module(&name, nix::kmod::DeleteModuleFlags::O_NONBLOCK).map_err(|e| kernel_refused(match e {
         nix::errno::Errno::ENOENT => anyhow!("{m} is not loaded"),
         nix::errno::Errno::EBUSY | nix::errno::Errno::EAGAIN => anyhow!(
             "{m} is in use: a socket or a namespace's default congestion control still uses it \
@@ -218,11 +199,6 @@ pub fn module_unload(what: &str) -> Result<()> {
         nix::errno::Errno::ENOSYS => anyhow!("this kernel cannot unload modules"),
         e => anyhow!("unloading {m}: {e}"),
     }))
-}
-
-/// The same message, classed as the kernel refusing.
-fn refused(e: anyhow::Error) -> anyhow::Error {
-    kernel_refused(e)
 }
 
 fn module_names() -> String {

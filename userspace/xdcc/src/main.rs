@@ -320,7 +320,7 @@ fn run(cli: Cli) -> Result<()> {
             tokio_rt()?.block_on(agent::run(cfg))
         }
         Cmd::Cc(CcCmd::List) => {
-            let l = kernel::cc_list(None)?;
+            let l = kernel::cc_list()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&l)?);
             } else {
@@ -334,7 +334,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Cc(CcCmd::Set { name }) => {
-            kernel::cc_set(&name, None)?;
+            kernel::cc_set(&name)?;
             println!("default congestion control{}: {name}", netns.map(|n| format!(" in netns {n}")).unwrap_or_default());
             Ok(())
         }
