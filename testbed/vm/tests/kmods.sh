@@ -151,10 +151,15 @@ c=rows[0]["cc_state"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]
     # queue stands above the target (two flows on the bottleneck).
     if [[ $cc == oscar ]]; then
         # A cubic flow joins and keeps a standing queue far above OSCAR's
-        # target (OSCAR starts first so that its base RTT is the real one).
+        # target. OSCAR must start first so that its base RTT is the real
+        # one: cubic is started once OSCAR's connection has delivered 20
+        # packets (a fixed delay raced the guest's slow process start-up under
+        # TCG, and OSCAR then took cubic's queue for its base RTT).
         net_up fifo
         ip netns exec rcv $xfer serve 5004 >/dev/null &
-        (sleep 0.7; ip netns exec snd $xfer send 10.9.2.2 5004 4000000 --cc cubic >/dev/null) &
+        ip netns exec snd bash -c 'for _ in $(seq 1 200); do
+                ss -tinH dst 10.9.2.2:5001 | grep -Eq " delivered:([2-9][0-9]|[0-9]{3,})" && break; sleep 0.05; done
+            exec '"$xfer"' send 10.9.2.2 5004 4000000 --cc cubic' >/dev/null &
         transfer "$cc" 2500000
         wait
         # Judged on the median over the second half (while cubic holds the
