@@ -346,6 +346,79 @@ pub struct PhantomStats {
     pub max_queue_bytes: u64,
 }
 
+/// The test CE marker (`xdcc mark-ce`): marks every `every_n`-th ECT data
+/// packet CE (0 = off). Index 0 of `MARK_CE_CFG`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MarkCeConfig {
+    pub every_n: u64,
+}
+
+/// The test CE marker's counters (index 0 of `MARK_CE_STATS`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MarkCeStats {
+    /// ECT data packets seen.
+    pub ect_seen: u64,
+    /// Segments marked CE.
+    pub marked: u64,
+}
+
+/// AMRT's anti-ECN marker at a port (amrt-icpp20 §4.1, eq. 2): a packet finds
+/// spare bandwidth when the link was idle, before it, for at least one MTU's
+/// transmission time. Index 0 of `AMRT_CFG`; `ps_per_byte == 0` is off.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AmrtConfig {
+    /// Transmission time of one byte at line rate, in picoseconds.
+    pub ps_per_byte: u64,
+    /// Transmission time of one MTU at line rate, in ns.
+    pub mtu_ns: u64,
+    /// 0: first hop (CE = spare); 1: transit (CE = CE AND spare, eq. 3).
+    pub transit: u64,
+}
+
+impl AmrtConfig {
+    /// The marker of a port of `rate_bits_per_sec` carrying `mtu`-byte packets.
+    pub fn for_port(rate_bits_per_sec: u64, mtu: u64, transit: bool) -> Result<Self, &'static str> {
+        if !(1_000_000..=400_000_000_000).contains(&rate_bits_per_sec) {
+            return Err("line rate must be between 1 Mbit/s and 400 Gbit/s");
+        }
+        if !(576..=65_535).contains(&mtu) {
+            return Err("MTU must be between 576 and 65535 bytes");
+        }
+        let ps_per_byte = 8_000_000_000_000 / rate_bits_per_sec;
+        Ok(AmrtConfig { ps_per_byte, mtu_ns: mtu * ps_per_byte / 1000, transit: transit as u64 })
+    }
+}
+
+/// AMRT marker counters (index 0 of `AMRT_STATS`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AmrtStats {
+    /// ECN-capable packets seen.
+    pub ect_packets: u64,
+    /// Packets leaving with CE (spare bandwidth).
+    pub marked: u64,
+    /// CE cleared to ECT(0) (no spare bandwidth here).
+    pub cleared: u64,
+}
+
+/// Eq. 2 of amrt-icpp20: did the link have spare capacity before a packet
+/// that left `gap_ns` after the previous one (of `prev_len` bytes)? The idle
+/// time is the gap minus the previous packet's own transmission time; spare
+/// when it leaves room for one MTU. Shared by the eBPF marker and the
+/// simulator's queues.
+pub const fn amrt_spare(gap_ns: u64, prev_len: u64, cfg: &AmrtConfig) -> bool {
+    // A packet is at most 64 KiB and a byte takes at most 8 µs (1 Mbit/s):
+    // bounded so, the product stays below 2^48 (no overflow-checked multiply,
+    // which BPF cannot lower).
+    let len = if prev_len > 0xffff { 0xffff } else { prev_len };
+    let ps = if cfg.ps_per_byte > 0xffff_ffff { 0xffff_ffff } else { cfg.ps_per_byte };
+    let prev_tx_ns = len.wrapping_mul(ps) / 1000;
+    gap_ns.saturating_sub(prev_tx_ns) >= cfg.mtu_ns
+}
+
 /// The phantom queue after `elapsed_us` of draining and a packet of `len`
 /// bytes (shared by the eBPF marker and its tests).
 pub const fn phantom_step(queue: u64, elapsed_us: u64, len: u64, cfg: &PhantomConfig) -> u64 {
@@ -436,6 +509,14 @@ mod pod {
     unsafe impl aya::Pod for super::PhantomConfig {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::PhantomStats {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::MarkCeConfig {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::MarkCeStats {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::AmrtConfig {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::AmrtStats {}
 }
 
 #[cfg(test)]
@@ -525,6 +606,26 @@ mod tests {
         let marks = (0..1000u32).filter(|i| phantom_mark(50_000, i.wrapping_mul(4_294_967), &c)).count();
         assert!((450..=550).contains(&marks), "{marks}");
         assert!(PhantomConfig { kmin_bytes: 5, kmax_bytes: 5, ..c }.check().is_err());
+    }
+
+    #[test]
+    fn amrt_spare_needs_one_idle_mtu_after_the_previous_packet() {
+        // 10 Gbit/s: 800 ps per byte, one 1500-byte MTU = 1200 ns.
+        let c = AmrtConfig::for_port(10_000_000_000, 1500, false).unwrap();
+        assert_eq!((c.ps_per_byte, c.mtu_ns, c.transit), (800, 1200, 0));
+        // Back to back (gap = the previous packet's transmission): no spare.
+        assert!(!amrt_spare(1200, 1500, &c));
+        // Idle for exactly one MTU after the previous packet: spare (eq. 2, ≥).
+        assert!(amrt_spare(2400, 1500, &c));
+        assert!(!amrt_spare(2399, 1500, &c));
+        // A small previous packet leaves more idle time in the same gap.
+        assert!(amrt_spare(1300, 100, &c));
+        // Extreme inputs saturate instead of wrapping into "spare".
+        assert!(!amrt_spare(0, u64::MAX, &c));
+        assert!(amrt_spare(u64::MAX, u64::MAX, &c));
+        assert!(AmrtConfig::for_port(999_999, 1500, false).is_err());
+        assert!(AmrtConfig::for_port(1_000_000, 100, true).is_err());
+        assert_eq!(AmrtConfig::for_port(1_000_000, 1500, true).unwrap().mtu_ns, 12_000_000);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! previous packet minus that packet's own transmission time. State: one
 //! u64 {previous length (16 bits), time in ns (48 bits)} swapped atomically.
 
-use core::intrinsics::{atomic_xadd, atomic_xchg, AtomicOrdering};
+use core::intrinsics::{atomic_xchg, AtomicOrdering};
 
 use aya_ebpf::{
     bindings::TC_ACT_UNSPEC,
@@ -19,30 +19,28 @@ use aya_ebpf::{
     maps::Array,
     programs::TcContext,
 };
+use xdcc_common::{amrt_spare, AmrtConfig, AmrtStats};
 
-/// [0] picoseconds per byte at line rate (0 = off), [1] one MTU's
-/// transmission time in ns, [2] mode: 0 = first hop (CE = spare),
-/// 1 = transit (CE = CE AND spare).
 #[map]
-static AMRT_CFG: Array<u64> = Array::with_max_entries(3, 0);
+static AMRT_CFG: Array<AmrtConfig> = Array::with_max_entries(1, 0);
+/// The previous packet: {length (16 bits), time in ns (48 bits)}.
 #[map]
 static AMRT_STATE: Array<u64> = Array::with_max_entries(1, 0);
-/// [0] ECN-capable packets, [1] marked CE (spare), [2] CE cleared (no spare).
 #[map]
-static AMRT_STATS: Array<u64> = Array::with_max_entries(3, 0);
+static AMRT_STATS: Array<AmrtStats> = Array::with_max_entries(1, 0);
 
 const TIME_MASK: u64 = (1 << 48) - 1;
 
 #[classifier]
 pub fn xdcc_amrt(ctx: TcContext) -> i32 {
-    let (Some(ps_per_byte), Some(mtu_ns), Some(mode)) = (AMRT_CFG.get(0), AMRT_CFG.get(1), AMRT_CFG.get(2)) else {
+    let Some(cfg) = AMRT_CFG.get(0) else {
         return TC_ACT_UNSPEC;
     };
-    let (ps_per_byte, mtu_ns, mode) = (*ps_per_byte, *mtu_ns, *mode);
+    let cfg = *cfg;
     let Some(state) = AMRT_STATE.get_ptr_mut(0) else {
         return TC_ACT_UNSPEC;
     };
-    if ps_per_byte == 0 {
+    if cfg.ps_per_byte == 0 {
         return TC_ACT_UNSPEC;
     }
     let len = ctx.len() as u64;
@@ -59,8 +57,7 @@ pub fn xdcc_amrt(ctx: TcContext) -> i32 {
     // wraps every 78 hours; a forward gap is always below 2^47.)
     let gap = now.wrapping_sub(prev_t) & TIME_MASK;
     let gap = if gap >= 1 << 47 { 0 } else { gap };
-    let prev_tx = prev_len.wrapping_mul(ps_per_byte) / 1000;
-    let spare = prev != 0 && gap.saturating_sub(prev_tx) >= mtu_ns;
+    let spare = prev != 0 && amrt_spare(gap, prev_len, &cfg);
 
     let Ok(proto) = ctx.load::<u16>(12) else { return TC_ACT_UNSPEC };
     let v6 = match u16::from_be(proto) {
@@ -73,26 +70,28 @@ pub fn xdcc_amrt(ctx: TcContext) -> i32 {
     if ecn == 0 {
         return TC_ACT_UNSPEC; // not ECN-capable: AMRT only marks ECN packets
     }
-    count(0);
-    if spare && (mode == 0 || ecn == 3) {
+    let Some(stats) = AMRT_STATS.get_ptr_mut(0) else {
+        return TC_ACT_UNSPEC;
+    };
+    // SAFETY (the three blocks below): fields of a live array value, by
+    // address (no reference), atomic adds with the result unused.
+    count(unsafe { core::ptr::addr_of_mut!((*stats).ect_packets) });
+    if spare && (cfg.transit == 0 || ecn == 3) {
         // SAFETY: helper on the context's skb.
-        if ecn != 3 && unsafe { bpf_skb_ecn_set_ce(ctx.skb.skb) } == 1 {
-            count(1);
-        } else if ecn == 3 {
-            count(1);
+        if ecn == 3 || unsafe { bpf_skb_ecn_set_ce(ctx.skb.skb) } == 1 {
+            // SAFETY: see above.
+            count(unsafe { core::ptr::addr_of_mut!((*stats).marked) });
         }
     } else if ecn == 3 && clear_ce(&ctx, v6, b) {
-        count(2);
+        // SAFETY: see above.
+        count(unsafe { core::ptr::addr_of_mut!((*stats).cleared) });
     }
     TC_ACT_UNSPEC
 }
 
 #[inline(always)]
-fn count(i: u32) {
-    if let Some(c) = AMRT_STATS.get_ptr_mut(i) {
-        // SAFETY: live array value, atomic add with the result unused.
-        unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(c, 1) };
-    }
+fn count(field: *mut u64) {
+    crate::atomic_add(field, 1);
 }
 
 /// CE → ECT(0). IPv4 also fixes the header checksum (the TOS byte is the low

@@ -9,7 +9,7 @@ use aya::{
     programs::{links::CgroupAttachMode, SchedClassifier, SockOps, TcAttachType},
     Ebpf, EbpfLoader,
 };
-use xdcc_common::{Config, Counters, FlowKey, FlowStats, PathHealth};
+use xdcc_common::{AmrtConfig, AmrtStats, Config, Counters, FlowKey, FlowStats, MarkCeConfig, MarkCeStats, PathHealth};
 
 /// The object built by build.rs from ebpf/programs.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdcc-ebpf.o"));
@@ -97,16 +97,16 @@ pub fn path_health(bpf: &mut Ebpf) -> Result<Vec<([u8; 16], PathHealth)>> {
     Ok(m.iter().filter_map(|r| r.ok()).collect())
 }
 
-/// CE marker: every Nth ECT packet; returns (ect packets seen, segments marked).
+/// The test CE marker: CE on every `every`-th ECT data packet (0 = off).
 pub fn mark_ce_set(bpf: &mut Ebpf, every: u64) -> Result<()> {
-    let mut a: Array<&mut MapData, u64> = Array::try_from(bpf.map_mut("MARK_CE").context("map MARK_CE")?)?;
-    a.set(0, every, 0)?;
+    let mut a: Array<&mut MapData, MarkCeConfig> = Array::try_from(bpf.map_mut("MARK_CE_CFG").context("map MARK_CE_CFG")?)?;
+    a.set(0, MarkCeConfig { every_n: every }, 0)?;
     Ok(())
 }
 
-pub fn mark_ce_counts(bpf: &mut Ebpf) -> Result<(u64, u64)> {
-    let a: Array<&mut MapData, u64> = Array::try_from(bpf.map_mut("MARK_CE").context("map MARK_CE")?)?;
-    Ok((a.get(&2, 0)?, a.get(&3, 0)?))
+pub fn mark_ce_stats(bpf: &mut Ebpf) -> Result<MarkCeStats> {
+    let a: Array<&mut MapData, MarkCeStats> = Array::try_from(bpf.map_mut("MARK_CE_STATS").context("map MARK_CE_STATS")?)?;
+    Ok(a.get(&0, 0)?)
 }
 
 /// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`.
@@ -137,18 +137,14 @@ pub fn phantom_stats(bpf: &mut Ebpf) -> Result<xdcc_common::PhantomStats> {
     Ok(a.get(&0, 0)?)
 }
 
-/// Configures AMRT's anti-ECN marker: line rate, MTU, transit mode (AND).
-pub fn amrt_set(bpf: &mut Ebpf, rate_bps: u64, mtu: u64, transit: bool) -> Result<()> {
-    let mut a: Array<&mut MapData, u64> = Array::try_from(bpf.map_mut("AMRT_CFG").context("map AMRT_CFG")?)?;
-    let ps_per_byte = 8_000_000_000_000 / rate_bps;
-    a.set(0, ps_per_byte, 0)?;
-    a.set(1, mtu * ps_per_byte / 1000, 0)?;
-    a.set(2, transit as u64, 0)?;
+/// Configures AMRT's anti-ECN marker.
+pub fn amrt_set(bpf: &mut Ebpf, cfg: &AmrtConfig) -> Result<()> {
+    let mut a: Array<&mut MapData, AmrtConfig> = Array::try_from(bpf.map_mut("AMRT_CFG").context("map AMRT_CFG")?)?;
+    a.set(0, *cfg, 0)?;
     Ok(())
 }
 
-/// (ECN-capable packets, marked CE, CE cleared).
-pub fn amrt_stats(bpf: &mut Ebpf) -> Result<(u64, u64, u64)> {
-    let a: Array<&mut MapData, u64> = Array::try_from(bpf.map_mut("AMRT_STATS").context("map AMRT_STATS")?)?;
-    Ok((a.get(&0, 0)?, a.get(&1, 0)?, a.get(&2, 0)?))
+pub fn amrt_stats(bpf: &mut Ebpf) -> Result<AmrtStats> {
+    let a: Array<&mut MapData, AmrtStats> = Array::try_from(bpf.map_mut("AMRT_STATS").context("map AMRT_STATS")?)?;
+    Ok(a.get(&0, 0)?)
 }

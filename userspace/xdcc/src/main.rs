@@ -659,15 +659,16 @@ async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Op
 
 async fn mark_amrt(iface: &str, rate_mbit: u64, mtu: u64, hook: &str, transit: bool, duration: Option<u64>) -> Result<()> {
     agent::check_interface(iface).await?;
+    let cfg = xdcc_common::AmrtConfig::for_port(rate_mbit * 1_000_000, mtu, transit).map_err(failure::bad_value)?;
     let mut bpf = ebpf::load()?;
     let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
-    ebpf::amrt_set(&mut bpf, rate_mbit * 1_000_000, mtu, transit)?;
+    ebpf::amrt_set(&mut bpf, &cfg)?;
     let h = if hook == "egress" { aya::programs::TcAttachType::Egress } else { aya::programs::TcAttachType::Ingress };
     ebpf::attach_tc(&mut bpf, "xdcc_amrt", iface, h)?;
     println!("AMRT anti-ECN marking on {iface} ({hook}, {rate_mbit} Mbit/s, {})", if transit { "transit" } else { "first hop" });
     wait_stop(duration).await?;
-    let (ect, marked, cleared) = ebpf::amrt_stats(&mut bpf)?;
-    println!("{}", serde_json::json!({ "iface": iface, "ecn_packets": ect, "marked": marked, "cleared": cleared }));
+    let s = ebpf::amrt_stats(&mut bpf)?;
+    println!("{}", serde_json::json!({ "iface": iface, "ecn_packets": s.ect_packets, "marked": s.marked, "cleared": s.cleared }));
     Ok(())
 }
 
@@ -693,7 +694,7 @@ async fn mark_ce(iface: &str, every: u64, duration: Option<u64>) -> Result<()> {
     ebpf::attach_tc(&mut bpf, "xdcc_mark_ce", iface, aya::programs::TcAttachType::Egress)?;
     println!("marking CE on every {every}th ECT packet leaving {iface}");
     wait_stop(duration).await?;
-    let (seen, marked) = ebpf::mark_ce_counts(&mut bpf)?;
-    println!("{}", serde_json::json!({ "iface": iface, "every": every, "ect_packets": seen, "marked_segments": marked }));
+    let s = ebpf::mark_ce_stats(&mut bpf)?;
+    println!("{}", serde_json::json!({ "iface": iface, "every": every, "ect_packets": s.ect_seen, "marked_segments": s.marked }));
     Ok(())
 }
