@@ -93,6 +93,11 @@ wait_file() { for _ in $(seq 100); do [[ -e $1 ]] && return 0; sleep 0.05; done;
 flow_json() { # flow_json SOCKET LOCAL -> the flow whose local address is LOCAL
     in_ns "$1" "$X" --socket "$2" flows --all --json | jq -c --arg l "$3" '.[] | select(.local == $l)'
 }
+data_cwnd() { # data_cwnd NS PORT: cwnd of the connection to PORT that acked the most bytes (iperf3's data, not its control connection)
+    in_ns "$1" ss -tinH dport = "$2" | awk '{ c = 0; b = 0
+        for (i = 1; i <= NF; i++) { if ($i ~ /^cwnd:/) { split($i, a, ":"); c = a[2] } if ($i ~ /^bytes_acked:/) { split($i, a, ":"); b = a[2] } }
+        if (b >= mb) { mb = b; mc = c } } END { print mc + 0 }'
+}
 tx_bytes() { in_ns "$1" cat "/sys/class/net/$2/statistics/tx_bytes"; }
 
 # ---------------------------------------------------------------- telemetry
@@ -543,6 +548,39 @@ bpfcc() {
         check "bpf_$c: xdcc flows shows the CC's state (ECN on, base RTT > 0)" \
             bash -c "jq -e '.ecn_ok and .values.base_rtt_us > 0' <<<'$st' >/dev/null"
     done
+
+    # Reaction to ECN marks: the window of each ECN-driven CC during a 3 s
+    # run, sampled 10 times, with no marking and with CE on every 4th packet
+    # at the router (25 %). The port's base RTT is the veth's ~3 µs (the
+    # kernel's own minrtt for cubic reads the same), so 1.5 BDP of SMaRTT's
+    # default 10 Gbit/s link is its 2-packet floor: it is told the link is
+    # 100 Gbit/s here, for room to grow when unmarked. (OSCAR is
+    # delay-driven: its pacing against a standing queue is checked in the VM.)
+    "$X" tunable set bpf_smartt net_link_rate_mbps 100000 >/dev/null
+    for c in uno gemini smartt; do
+        local med=()
+        local every
+        for every in 0 4; do
+            local marker=""
+            if ((every)); then
+                ip netns exec "$R" "$X" mark-ce --iface r1 --every $every >"$work/react-marker-$c.json" 2>&1 &
+                marker=$!; pids+=("$marker")
+                sleep 0.7
+            fi
+            in_ns "$S" iperf3 -c 10.97.2.1 -p 5401 -t 3 -C bpf_$c -J >"$work/react-$c-$every.json" &
+            local ip=$!
+            sleep 0.8
+            local samples=()
+            for _ in $(seq 10); do samples+=("$(data_cwnd "$S" 5401)"); sleep 0.2; done
+            wait $ip || true
+            [[ -n $marker ]] && { kill "$marker"; wait "$marker" || true; }
+            med+=("$(printf '%s\n' "${samples[@]}" | sort -n | sed -n 5p)")
+            log "bpf_$c, $( ((every)) && echo "CE on every ${every}th packet" || echo "no marking"): cwnd ${samples[*]}"
+        done
+        check "bpf_$c: window shrinks under 25 % CE marks (median cwnd ${med[1]} < ${med[0]} unmarked)" \
+            bash -c "(( ${med[1]:-0} < ${med[0]:-0} ))"
+    done
+    "$X" tunable set bpf_smartt net_link_rate_mbps 10000 >/dev/null
 
     # CE echo: the receiver (bpf_gemini, its namespace default) echoes each
     # CE mark on about one ACK (DCTCP style), where RFC 3168 repeats ECE
