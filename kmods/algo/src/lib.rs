@@ -12,6 +12,8 @@
 //! - [`gemini`]: Gemini, gemini-ton §III, Algorithm 1.
 //! - [`oscar`]: OSCAR, oscar-nsdi26 §4, Algorithms 1–2.
 //! - [`smartt`]: SMaRTT / UEC NSCC, smartt-uec-nscc §III, Algorithms 1–4.
+//! - [`amrt`]: AMRT's sender (anti-ECN marks: grow on spare bandwidth),
+//!   amrt-icpp20 §4.3 and §6.
 //!
 //! All of them implement [`CongestionControl`]: per-flow state (which must fit
 //! the kernel's private CC area, [`ICSK_CA_PRIV_SIZE`] bytes) is updated from an
@@ -188,6 +190,7 @@ macro_rules! window_methods {
     };
 }
 
+pub mod amrt;
 pub mod fixed;
 pub mod gemini;
 pub mod linux;

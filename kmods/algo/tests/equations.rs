@@ -2,7 +2,7 @@
 
 use xdcc_algo::fixed::ONE;
 use xdcc_algo::oscar::{Estimator, Sample, MIN_SAMPLES};
-use xdcc_algo::{gemini, oscar, smartt, uno, AckSample, CongestionControl, Event, FlowInit, NetConfig};
+use xdcc_algo::{amrt, gemini, oscar, smartt, uno, AckSample, CongestionControl, Event, FlowInit, NetConfig};
 
 const NET_1G: NetConfig = NetConfig::GEMINI_TESTBED;
 const NET_10G: NetConfig =
@@ -383,6 +383,110 @@ fn smartt_loss_arms_quick_adapt_and_window_is_clamped() {
     assert!(s.cwnd() <= 7 * 1500, "QuickAdapt to the acked bytes: {}", s.cwnd());
 }
 
+// ------------------------------------------------------------------ AMRT --
+
+fn amrt_flow(p: &amrt::Params, rtt: u32) -> amrt::Amrt {
+    amrt::Amrt::new(p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: rtt })
+}
+
+#[test]
+fn amrt_starts_at_line_rate() {
+    // §6: new flows start at line rate: one BDP (10 Gbit/s × 200 µs = 250 kB).
+    let p = amrt::Params::from_net(&NET_10G);
+    assert_eq!(amrt_flow(&p, 200_000).cwnd(), 250_000);
+    assert_eq!(amrt_flow(&p, 200_000).ssthresh(), 0, "no slow start");
+    // Without a handshake RTT: the intra-DC RTT.
+    assert_eq!(amrt_flow(&p, 0).cwnd(), 250_000);
+}
+
+#[test]
+fn amrt_one_packet_per_unmarked_grant_two_per_marked() {
+    let p = amrt::Params::from_net(&NET_10G);
+    let rtt = 200_000;
+    let mut a = amrt_flow(&p, rtt);
+    let w0 = a.cwnd();
+    // Unmarked grants release one packet each: the window never changes.
+    let mut t = T0;
+    for _ in 0..10_000 {
+        t += 1_200;
+        a.on_ack(&p, &ack(t, t - rtt as u64, rtt, false));
+    }
+    assert_eq!(a.cwnd(), w0, "no probing without spare-bandwidth marks");
+    // Each marked grant releases two: the window grows by exactly the marked bytes.
+    for i in 1..=40u32 {
+        t += 1_200;
+        a.on_ack(&p, &ack(t, t - rtt as u64, rtt, true));
+        assert_eq!(a.cwnd(), w0 + i * 1500);
+    }
+    assert_eq!(a.info()[2], 40, "spare marks counted");
+    // No decrease on marks, and never above max_wnd_bdp × BDP (2 × 250 kB).
+    for _ in 0..1_000 {
+        t += 1_200;
+        a.on_ack(&p, &ack(t, t - rtt as u64, rtt, true));
+    }
+    assert_eq!(a.cwnd(), 500_000);
+}
+
+#[test]
+fn amrt_marks_with_a_queue_behind_them_are_not_spare_bandwidth() {
+    // 16 MTUs at 10 Gbit/s = 19.2 µs: a mark arriving with 100 µs of queueing
+    // comes from a congestion-marking (classic ECN) switch and is ignored.
+    let p = amrt::Params::from_net(&NET_10G);
+    assert_eq!(p.mark_max_qdelay_ns, 19_200);
+    let rtt = 200_000;
+    let mut a = amrt_flow(&p, rtt);
+    let w0 = a.cwnd();
+    let mut t = T0;
+    for _ in 0..100 {
+        t += 1_200;
+        a.on_ack(&p, &ack(t, t - 300_000, 300_000, true));
+    }
+    assert_eq!(a.cwnd(), w0, "marks with 100 µs of queueing must not grow the window");
+    assert_eq!(a.info()[3], 100, "and are counted as ignored");
+    // Within the guard they count.
+    t += 1_200;
+    a.on_ack(&p, &ack(t, t - 210_000, 210_000, true));
+    assert_eq!(a.cwnd(), w0 + 1500);
+    // The traditional receiver-driven baseline ignores every mark.
+    let base = amrt::Params { spare_increase: 0, ..p };
+    let mut b = amrt_flow(&base, rtt);
+    for _ in 0..100 {
+        t += 1_200;
+        b.on_ack(&base, &ack(t, t - rtt as u64, rtt, true));
+    }
+    assert_eq!(b.cwnd(), w0);
+}
+
+#[test]
+fn amrt_loss_leaves_what_the_last_round_delivered_once_per_rtt() {
+    let p = amrt::Params::from_net(&NET_10G);
+    let rtt = 200_000u32;
+    let mut a = amrt_flow(&p, rtt);
+    // Two complete rounds of 100 one-MTU ACKs each (150 kB delivered per
+    // round while the window is 250 kB: 100 kB of it was lost).
+    let mut t = T0;
+    for _ in 0..2 {
+        let round_start = t;
+        for _ in 0..100 {
+            t += 2_000;
+            a.on_ack(&p, &ack(t, round_start + 1, rtt, false));
+        }
+        t += rtt as u64;
+    }
+    a.on_event(&p, Event::Loss { bytes: 1500 }, t);
+    assert_eq!(a.cwnd(), 150_000, "the window falls to the delivered bytes");
+    assert_eq!(a.ssthresh(), 150_000);
+    // A second loss report within the same RTT changes nothing.
+    a.on_event(&p, Event::Loss { bytes: 1500 }, t + 1_000);
+    assert_eq!(a.cwnd(), 150_000);
+    // The loss was spurious: undo restores the window.
+    a.undo();
+    assert_eq!(a.cwnd(), 250_000);
+    // RTO: one packet, slow start back to half.
+    a.on_event(&p, Event::Rto, t + 1_000_000);
+    assert_eq!((a.cwnd(), a.ssthresh()), (1500, 125_000));
+}
+
 // ------------------------------------------------------------ interface --
 
 #[test]
@@ -393,6 +497,7 @@ fn per_flow_state_fits_the_kernel_private_area() {
         ("gemini", size_of::<gemini::Gemini>()),
         ("oscar", size_of::<oscar::Oscar>()),
         ("smartt", size_of::<smartt::Smartt>()),
+        ("amrt", size_of::<amrt::Amrt>()),
     ] {
         assert!(size <= xdcc_algo::ICSK_CA_PRIV_SIZE, "{name}: {size} bytes");
     }
@@ -423,7 +528,11 @@ fn validate_names_the_bad_parameter_and_set_changes_nothing_on_error() {
         gemini::Params::from_net(&n).validate().unwrap();
         oscar::Params::from_net(&n).validate().unwrap();
         smartt::Params::from_net(&n).validate().unwrap();
+        amrt::Params::from_net(&n).validate().unwrap();
     }
+    let mut a = amrt::Params::from_net(&NET_10G);
+    assert_eq!(a.set("spare_increase", 2).unwrap_err().name, "spare_increase");
+    assert_eq!(a, amrt::Params::from_net(&NET_10G));
     let bad = NetConfig { inter_rtt_ns: 1_000, ..NET_10G };
     assert_eq!(bad.validate().unwrap_err().name, "inter_rtt_ns");
 }

@@ -4,7 +4,7 @@
 
 use xdcc_algo::fixed::ONE;
 use xdcc_algo::linux::*;
-use xdcc_algo::{gemini, oscar, smartt, uno, CongestionControl, NetConfig};
+use xdcc_algo::{amrt, gemini, oscar, smartt, uno, CongestionControl, NetConfig};
 
 const NET: NetConfig = NetConfig { link_rate_bps: 1_000_000_000, intra_rtt_ns: 200_000, inter_rtt_ns: 10_000_000, mtu: 1500 };
 const MSS: u32 = 1448;
@@ -124,6 +124,30 @@ fn windows_grow_only_when_cwnd_limited() {
     check::<uno::Uno>(&uno::Params::from_net(&NET));
     check::<gemini::Gemini>(&gemini::Params::from_net(&NET));
     check::<smartt::Smartt>(&smartt::Params::from_net(&NET));
+}
+
+#[test]
+fn amrt_grows_only_on_ece_while_cwnd_limited_and_never_cuts_on_ece() {
+    let p = amrt::Params::from_net(&NET);
+    let mut t = 1_000_000;
+    let mut f = Flow::<amrt::Amrt>::new(&p, &sock(t));
+    let w0 = f.algo.cwnd();
+    // Unmarked ACKs: one packet per grant, the window stays.
+    run(&mut f, &p, sock(0), &mut t, 500);
+    assert_eq!(f.algo.cwnd(), w0);
+    // ECE (spare bandwidth at every hop) while not window-limited: nothing
+    // to grow into.
+    let ece = |f: &mut Flow<amrt::Amrt>, s0: Sock, t: &mut u64, n: usize| {
+        for _ in 0..n {
+            *t += 20;
+            f.on_ack(&p, &Pacing::DEFAULT, &Sock { now_us: *t, ..s0 }, &ack(*t, 200, true));
+        }
+    };
+    ece(&mut f, Sock { cwnd_limited: 0, ..sock(0) }, &mut t, 20);
+    assert_eq!(f.algo.cwnd(), w0, "not cwnd-limited: marks add nothing");
+    // Window-limited: each ECE ACK (one segment) adds one segment.
+    ece(&mut f, sock(0), &mut t, 10);
+    assert_eq!(f.algo.cwnd(), w0 + 10 * MSS, "two packets per marked grant");
 }
 
 #[test]

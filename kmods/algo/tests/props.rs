@@ -5,7 +5,7 @@
 //! are deterministic.
 
 use proptest::prelude::*;
-use xdcc_algo::{gemini, oscar, smartt, uno, AckSample, CongestionControl, Event, FlowInit, NetConfig, MAX_CWND_BYTES};
+use xdcc_algo::{amrt, gemini, oscar, smartt, uno, AckSample, CongestionControl, Event, FlowInit, NetConfig, MAX_CWND_BYTES};
 
 #[derive(Clone, Debug)]
 enum Step {
@@ -151,6 +151,13 @@ proptest! {
         check::<smartt::Smartt>(&p, hint, n.mtu, &steps, n.mtu);
     }
 
+    #[test]
+    fn amrt_never_panics_and_stays_in_bounds(n in net(), hint in rtt(), steps in prop::collection::vec(step(), 0..300)) {
+        let p = amrt::Params::from_net(&n);
+        prop_assume!(p.validate().is_ok());
+        check::<amrt::Amrt>(&p, hint, n.mtu, &steps, n.mtu);
+    }
+
     /// Dense, realistic ACK streams (one MTU, RTT near base, monotone send
     /// times) interleaved with marks and losses, for many more steps.
     #[test]
@@ -179,6 +186,7 @@ proptest! {
         check::<gemini::Gemini>(&gemini::Params::from_net(&n), 100_000, 1500, &steps, 1500);
         check::<oscar::Oscar>(&oscar::Params::from_net(&n), 100_000, 1500, &steps, 3000);
         check::<smartt::Smartt>(&smartt::Params::from_net(&n), 100_000, 1500, &steps, 1500);
+        check::<amrt::Amrt>(&amrt::Params::from_net(&n), 100_000, 1500, &steps, 1500);
     }
 }
 
