@@ -25,11 +25,13 @@
 //!   start. After an RTO, Linux's slow start from one packet back to half the
 //!   old window (the paper's receiver re-grants a lost packet after one RTT;
 //!   TCP's timeout is the closest it has).
-//! - Loss: the paper keeps the queue at ≤ 8 packets and drops beyond; a drop
-//!   costs a grant. TCP reports a recovery episode, not each lost packet, so
-//!   the window is set to the bytes acknowledged in the last complete round
-//!   (`min` with the current window), i.e. what the path delivered; with no
-//!   complete round yet, halved.
+//! - Loss: the paper keeps the queue at ≤ 8 packets and drops beyond; the
+//!   receiver grants what arrives (and re-grants a lost packet), so after a
+//!   loss the sender's rate is what the path delivered. TCP reports a
+//!   recovery episode, not each lost packet: at the end of a round in which a
+//!   loss was reported, the window is set to the bytes acknowledged in that
+//!   round (never raised; at least two packets). A flow that starts at line
+//!   rate into a shared link thus lands on its share after one round.
 //! - Window cap: `max_wnd_bdp` × BDP (default 2) bounds what marks can add
 //!   where the host's idea of the link rate is all it has.
 //! - **Classic ECN switches.** Behind a switch that marks CE for *congestion*
@@ -113,15 +115,16 @@ pub struct Amrt {
     /// Start of the current round (send time of its first packet).
     round_start_ns: u64,
     round_acked: u32,
-    /// Bytes acknowledged in the last complete round: what the path delivered.
-    last_round_acked: u32,
-    /// No second loss reaction before an ACK of a packet sent after this time.
-    last_cut_ns: u64,
+    /// A loss was reported in this round: the window becomes what the round
+    /// delivered when it ends.
+    loss_in_round: u32,
     /// `max_wnd_bdp × BDP` for this flow, bytes (refreshed with the base RTT).
     max_wnd: u32,
     /// Marks that grew the window, and marks not believed (queue too deep).
     spare_marks: u32,
     ignored_marks: u32,
+    /// Rounds completed, saturating at 2: the first window is paced.
+    rounds: u32,
 }
 assert_fits_ca_priv!(Amrt);
 
@@ -165,11 +168,11 @@ impl CongestionControl for Amrt {
             last_rtt_ns: init.rtt_hint_ns,
             round_start_ns: init.now_ns,
             round_acked: 0,
-            last_round_acked: 0,
-            last_cut_ns: 0,
+            loss_in_round: 0,
             max_wnd: 0,
             spare_marks: 0,
             ignored_marks: 0,
+            rounds: 0,
         };
         let mss = core::cmp::max(init.mss, 1) as u64;
         let cwnd = core::cmp::max(mul_q16(s.bdp(p), p.init_bdp_q16), 2 * mss);
@@ -188,9 +191,17 @@ impl CongestionControl for Amrt {
         // Rounds: a round ends with the ACK of a packet sent after it began.
         self.round_acked = self.round_acked.saturating_add(s.acked_bytes);
         if s.send_time_ns != 0 && s.send_time_ns >= self.round_start_ns {
-            self.last_round_acked = self.round_acked;
+            if self.loss_in_round != 0 {
+                // What the path delivered in a round with losses.
+                let cwnd = self.w.bytes();
+                self.w.prior_cwnd = cwnd;
+                self.w.set(core::cmp::min(self.round_acked, cwnd) as u64, 2 * p.mtu);
+                self.w.exit_slow_start();
+                self.loss_in_round = 0;
+            }
             self.round_acked = 0;
             self.round_start_ns = s.now_ns;
+            self.rounds = core::cmp::min(self.rounds + 1, 2);
         }
 
         if self.w.in_slow_start() {
@@ -216,23 +227,14 @@ impl CongestionControl for Amrt {
     fn on_event(&mut self, p: &Params, e: Event, now: u64) {
         match e {
             Event::Loss { .. } => {
-                // Once per round trip: the ACKs of packets sent before the
-                // cut still report the old window's losses.
-                let rtt = core::cmp::max(self.last_rtt_ns, self.base_rtt_ns) as u64;
-                if self.last_cut_ns != 0 && now < self.last_cut_ns.saturating_add(rtt) {
-                    return;
-                }
-                let cwnd = self.w.bytes();
-                let delivered = if self.last_round_acked != 0 { self.last_round_acked } else { cwnd / 2 };
-                self.w.prior_cwnd = cwnd;
-                self.w.set(core::cmp::min(delivered, cwnd) as u64, 2 * p.mtu);
-                self.w.exit_slow_start();
-                self.last_cut_ns = core::cmp::max(now, 1);
+                // Applied when the round ends (see on_ack).
+                self.loss_in_round = 1;
             }
             Event::Rto => {
                 self.w.rto(p.mtu);
                 self.round_start_ns = now;
                 self.round_acked = 0;
+                self.loss_in_round = 0;
             }
             Event::IdleRestart => {
                 self.round_start_ns = now;
@@ -241,7 +243,27 @@ impl CongestionControl for Amrt {
         }
     }
 
-    window_methods!();
+    fn cwnd(&self) -> u32 {
+        self.w.bytes()
+    }
+    /// The first window is paced over the handshake RTT (flows that start
+    /// together then share the link instead of colliding as line-rate
+    /// bursts in an 8-packet queue); after that the ACK clock alone, which
+    /// keeps the idle slots the anti-ECN marks report (pacing at cwnd/srtt
+    /// would smear them into sub-packet gaps that eq. 2 cannot see).
+    fn pacing_rate(&self) -> Option<u64> {
+        if self.rounds >= 2 {
+            return Some(super::UNPACED);
+        }
+        let rtt = core::cmp::max(self.base_rtt_ns, 1_000) as u64;
+        Some(core::cmp::max(mul_div(self.w.bytes() as u64, super::fixed::NSEC_PER_SEC, rtt), 1))
+    }
+    fn undo(&mut self) {
+        self.w.undo();
+    }
+    fn hold_cwnd(&mut self, max_bytes: u32) {
+        self.w.hold(max_bytes);
+    }
     fn ssthresh(&self) -> u32 {
         self.w.ssthresh
     }

@@ -213,6 +213,11 @@ pub const ICSK_CA_PRIV_SIZE: usize = 104;
 /// `window × Q16 factor` product below 2^63.
 pub const MAX_CWND_BYTES: u32 = 1 << 30;
 
+/// A pacing rate that does not limit (bytes/s): what an ACK-clocked
+/// algorithm returns from `pacing_rate` so that the stack's window pacing
+/// stays off (AMRT after its first window).
+pub const UNPACED: u64 = 1 << 50;
+
 /// What the transport learned from one ACK. All times are in nanoseconds on
 /// the sender's clock (the kernel's `tcp_clock_ns()`); sizes are in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -308,7 +308,10 @@ impl<A: CongestionControl> Flow<A> {
         if sample.acked_bytes != 0 || sample.rtt_ns != 0 {
             let before = self.algo.cwnd();
             self.algo.on_ack(p, &sample);
-            if s.cwnd_limited == 0 && self.algo.pacing_rate().is_none() && self.algo.cwnd() > before {
+            // (Algorithms that set their own rate are limited by it instead;
+            // `UNPACED` is no rate.)
+            let own_rate = self.algo.pacing_rate().is_some_and(|r| r < super::UNPACED);
+            if s.cwnd_limited == 0 && !own_rate && self.algo.cwnd() > before {
                 self.algo.hold_cwnd(before);
             }
         }

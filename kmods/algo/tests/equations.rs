@@ -458,27 +458,39 @@ fn amrt_marks_with_a_queue_behind_them_are_not_spare_bandwidth() {
 }
 
 #[test]
-fn amrt_loss_leaves_what_the_last_round_delivered_once_per_rtt() {
+fn amrt_a_round_with_losses_leaves_what_it_delivered() {
     let p = amrt::Params::from_net(&NET_10G);
     let rtt = 200_000u32;
     let mut a = amrt_flow(&p, rtt);
-    // Two complete rounds of 100 one-MTU ACKs each (150 kB delivered per
-    // round while the window is 250 kB: 100 kB of it was lost).
-    let mut t = T0;
-    for _ in 0..2 {
-        let round_start = t;
-        for _ in 0..100 {
-            t += 2_000;
-            a.on_ack(&p, &ack(t, round_start + 1, rtt, false));
+    assert_eq!(a.cwnd(), 250_000);
+    // The first ACK ends the (empty) start round.
+    let mut t = T0 + rtt as u64;
+    a.on_ack(&p, &ack(t, T0 + 1, rtt, false));
+    // A round of 100 one-MTU ACKs (150 kB delivered of a 250 kB window) in
+    // which a loss is reported (twice: one episode, one reaction).
+    let round_start = t;
+    for i in 0..100 {
+        t += 2_000;
+        a.on_ack(&p, &ack(t, round_start - 1, rtt, false));
+        if i == 10 || i == 50 {
+            a.on_event(&p, Event::Loss { bytes: 1500 }, t);
         }
-        t += rtt as u64;
     }
-    a.on_event(&p, Event::Loss { bytes: 1500 }, t);
-    assert_eq!(a.cwnd(), 150_000, "the window falls to the delivered bytes");
-    assert_eq!(a.ssthresh(), 150_000);
-    // A second loss report within the same RTT changes nothing.
-    a.on_event(&p, Event::Loss { bytes: 1500 }, t + 1_000);
-    assert_eq!(a.cwnd(), 150_000);
+    assert_eq!(a.cwnd(), 250_000, "no cut before the round ends");
+    // The ACK of a packet sent after the round began ends it.
+    t += 2_000;
+    a.on_ack(&p, &ack(t, round_start + 1, rtt, false));
+    // (101 ACKs: the one that ends the round is part of it.)
+    assert_eq!(a.cwnd(), 151_500, "the window falls to the bytes the round delivered");
+    assert_eq!(a.ssthresh(), 151_500);
+    // A loss-free round changes nothing.
+    let round_start = t;
+    for _ in 0..100 {
+        t += 2_000;
+        a.on_ack(&p, &ack(t, round_start - 1, rtt, false));
+    }
+    a.on_ack(&p, &ack(t + 1, round_start + 1, rtt, false));
+    assert_eq!(a.cwnd(), 151_500);
     // The loss was spurious: undo restores the window.
     a.undo();
     assert_eq!(a.cwnd(), 250_000);

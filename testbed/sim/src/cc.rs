@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
-use xdcc_algo::{gemini, oscar, smartt, uno, AckSample, CongestionControl, Event, FlowInit, NetConfig};
+use xdcc_algo::{amrt, gemini, oscar, smartt, uno, AckSample, CongestionControl, Event, FlowInit, NetConfig};
 
 /// Which algorithm a flow runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
@@ -14,10 +14,11 @@ pub enum CcKind {
     Gemini,
     Oscar,
     Smartt,
+    Amrt,
 }
 
 impl CcKind {
-    pub const ALL: [CcKind; 4] = [CcKind::Uno, CcKind::Gemini, CcKind::Oscar, CcKind::Smartt];
+    pub const ALL: [CcKind; 5] = [CcKind::Uno, CcKind::Gemini, CcKind::Oscar, CcKind::Smartt, CcKind::Amrt];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -25,6 +26,7 @@ impl CcKind {
             CcKind::Gemini => gemini::Gemini::NAME,
             CcKind::Oscar => oscar::Oscar::NAME,
             CcKind::Smartt => smartt::Smartt::NAME,
+            CcKind::Amrt => amrt::Amrt::NAME,
         }
     }
 
@@ -32,7 +34,7 @@ impl CcKind {
         Self::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| anyhow::anyhow!("unknown congestion control {s:?} (known: uno, gemini, oscar, smartt)"))
+            .ok_or_else(|| anyhow::anyhow!("unknown congestion control {s:?} (known: uno, gemini, oscar, smartt, amrt)"))
     }
 }
 
@@ -43,6 +45,7 @@ pub enum AnyParams {
     Gemini(gemini::Params),
     Oscar(oscar::Params),
     Smartt(smartt::Params),
+    Amrt(amrt::Params),
 }
 
 impl AnyParams {
@@ -55,6 +58,7 @@ impl AnyParams {
             CcKind::Gemini => AnyParams::Gemini(gemini::Params::from_net(net)),
             CcKind::Oscar => AnyParams::Oscar(oscar::Params::from_net(net)),
             CcKind::Smartt => AnyParams::Smartt(smartt::Params::from_net(net)),
+            CcKind::Amrt => AnyParams::Amrt(amrt::Params::from_net(net)),
         };
         for (name, &value) in overrides {
             let r = match &mut p {
@@ -62,6 +66,7 @@ impl AnyParams {
                 AnyParams::Gemini(p) => p.set(name, value),
                 AnyParams::Oscar(p) => p.set(name, value),
                 AnyParams::Smartt(p) => p.set(name, value),
+                AnyParams::Amrt(p) => p.set(name, value),
             };
             if let Err(e) = r {
                 if e.name == "(unknown)" {
@@ -79,6 +84,7 @@ impl AnyParams {
             AnyParams::Gemini(_) => gemini::Params::TUNABLES,
             AnyParams::Oscar(_) => oscar::Params::TUNABLES,
             AnyParams::Smartt(_) => smartt::Params::TUNABLES,
+            AnyParams::Amrt(_) => amrt::Params::TUNABLES,
         }
     }
 
@@ -88,6 +94,7 @@ impl AnyParams {
             AnyParams::Gemini(p) => p.get(name),
             AnyParams::Oscar(p) => p.get(name),
             AnyParams::Smartt(p) => p.get(name),
+            AnyParams::Amrt(p) => p.get(name),
         }
     }
 }
@@ -99,6 +106,7 @@ pub enum AnyCc {
     Gemini(gemini::Gemini),
     Oscar(oscar::Oscar),
     Smartt(smartt::Smartt),
+    Amrt(amrt::Amrt),
 }
 
 macro_rules! each {
@@ -108,6 +116,7 @@ macro_rules! each {
             (AnyCc::Gemini($s), AnyParams::Gemini($q)) => $body,
             (AnyCc::Oscar($s), AnyParams::Oscar($q)) => $body,
             (AnyCc::Smartt($s), AnyParams::Smartt($q)) => $body,
+            (AnyCc::Amrt($s), AnyParams::Amrt($q)) => $body,
             _ => unreachable!("flow state and parameters of different algorithms"),
         }
     };
@@ -120,6 +129,7 @@ impl AnyCc {
             AnyParams::Gemini(p) => AnyCc::Gemini(gemini::Gemini::new(p, init)),
             AnyParams::Oscar(p) => AnyCc::Oscar(oscar::Oscar::new(p, init)),
             AnyParams::Smartt(p) => AnyCc::Smartt(smartt::Smartt::new(p, init)),
+            AnyParams::Amrt(p) => AnyCc::Amrt(amrt::Amrt::new(p, init)),
         }
     }
 
@@ -139,6 +149,7 @@ impl AnyCc {
             AnyCc::Gemini(c) => c.cwnd(),
             AnyCc::Oscar(c) => c.cwnd(),
             AnyCc::Smartt(c) => c.cwnd(),
+            AnyCc::Amrt(c) => c.cwnd(),
         }
     }
 
@@ -149,6 +160,7 @@ impl AnyCc {
             AnyCc::Gemini(c) => c.pacing_rate(),
             AnyCc::Oscar(c) => c.pacing_rate(),
             AnyCc::Smartt(c) => c.pacing_rate(),
+            AnyCc::Amrt(c) => c.pacing_rate(),
         }
     }
 }

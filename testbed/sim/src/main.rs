@@ -27,6 +27,10 @@ enum Cmd {
         /// Print the JSON summaries instead of the table.
         #[arg(long)]
         json: bool,
+        /// Override a tunable: `--set amrt.spare_increase=0` (repeatable;
+        /// the same as `[params.amrt] spare_increase = 0` in the file).
+        #[arg(long, value_name = "CC.NAME=VALUE")]
+        set: Vec<String>,
     },
     /// Check a scenario file and print it back normalized.
     Check { scenario: PathBuf },
@@ -34,12 +38,18 @@ enum Cmd {
 
 fn main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Run { scenario, cc, out, json } => {
+        Cmd::Run { scenario, cc, out, json, set } => {
             let mut sc = xdcc_sim::Scenario::from_file(&scenario)?;
             if !cc.is_empty() {
                 sc.cc = cc;
-                sc.validate()?;
             }
+            for kv in &set {
+                let (key, value) = kv.split_once('=').ok_or_else(|| anyhow::anyhow!("--set {kv}: expected CC.NAME=VALUE"))?;
+                let (cc, name) = key.split_once('.').ok_or_else(|| anyhow::anyhow!("--set {kv}: expected CC.NAME=VALUE"))?;
+                let value: u64 = value.parse().map_err(|_| anyhow::anyhow!("--set {kv}: {value:?} is not a non-negative integer"))?;
+                sc.params.entry(cc.to_string()).or_default().insert(name.to_string(), value);
+            }
+            sc.validate()?;
             let reports = xdcc_sim::run_all(&sc)?;
             if let Some(dir) = &out {
                 for r in &reports {

@@ -125,8 +125,8 @@ pub struct QueueOverride {
     pub buffer_kb: Option<f64>,
 }
 
-/// ECN marking on the physical queue, decided at enqueue on the instantaneous
-/// queue length (DCTCP-style).
+/// ECN marking on the physical queue: decided at enqueue on the instantaneous
+/// queue length (DCTCP-style), or AMRT's anti-ECN marking at dequeue.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Marking {
@@ -142,6 +142,11 @@ pub enum Marking {
         #[serde(default = "one")]
         pmax: f64,
     },
+    /// AMRT anti-ECN (amrt-icpp20 §4.1): at dequeue, CE = "the link was idle
+    /// for one MTU's transmission time before this packet" (eq. 2); the first
+    /// AMRT queue on a path sets the mark, later ones AND it (eq. 3). The
+    /// same decision as the eBPF marker (`xdcc_common::amrt_spare`).
+    Amrt,
 }
 
 fn one() -> f64 {
@@ -203,6 +208,10 @@ pub struct FlowSpec {
     /// Algorithm for this group, overriding the run's algorithm.
     #[serde(default)]
     pub cc: Option<String>,
+    /// Tunables of this group's algorithm, on top of `[params.<cc>]`: e.g.
+    /// `params = { init_bdp_q16 = 32768 }` to start a group at half a BDP.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, u64>,
 }
 
 fn one_u32() -> u32 {
@@ -335,7 +344,7 @@ impl Scenario {
 
 fn check_marking(q: &str, m: &Marking) -> Result<()> {
     match *m {
-        Marking::None => Ok(()),
+        Marking::None | Marking::Amrt => Ok(()),
         Marking::Threshold { k_pkts } => {
             if !(k_pkts.is_finite() && k_pkts >= 0.0) {
                 bail!("queues.{q}.marking.k_pkts must be >= 0");

@@ -8,7 +8,8 @@
 //!   forward path (half the RTT) and the uncongested ACK path (the other half).
 //! - Queues are FIFO, drop-tail with a byte buffer, serialize at their line
 //!   rate, and CE-mark at enqueue by threshold or RED on the instantaneous
-//!   length, and/or by a phantom queue.
+//!   length, and/or by a phantom queue, or (AMRT's anti-ECN) at dequeue when
+//!   the link idled for one MTU time before the packet, ANDed along the path.
 //! - Receivers ACK every packet immediately and echo its CE mark (the
 //!   DCTCP-style receiver the kernel modules set up), so each ACK reports one
 //!   packet: bytes, RTT, send time, in-flight at send, mark.
@@ -28,6 +29,7 @@ use xdcc_algo::{AckSample, Event, FlowInit, NetConfig};
 
 use crate::cc::{AnyCc, AnyParams, CcKind};
 use crate::scenario::{Marking, Phantom, Scenario};
+use xdcc_common::{amrt_spare, AmrtConfig};
 
 /// Algorithms see `sim time + CLOCK_BASE_NS`, like a kernel clock that has been
 /// running for a while (0 means "unknown" in `AckSample`).
@@ -38,6 +40,8 @@ struct Pkt {
     flow: u32,
     hop: u16,
     ce: bool,
+    /// An AMRT (anti-ECN) queue has decided `ce` already: later ones AND it.
+    amrt_seen: bool,
     size: u32,
     seq: u64,
     send_time: u64,
@@ -110,6 +114,9 @@ pub(crate) struct Queue {
     buffer: u64,
     marking: Marking,
     phantom: Option<PhantomState>,
+    /// AMRT anti-ECN marking, and the previous dequeue (time, length).
+    amrt: Option<AmrtConfig>,
+    last_dequeue: Option<(u64, u32)>,
     loss_prob: f64,
     pkts: VecDeque<Pkt>,
     pub bytes: u64,
@@ -128,7 +135,7 @@ impl Queue {
     fn mark(&mut self, now: u64, size: u32, mtu: u32, rng: &mut Rng) -> bool {
         let q = self.bytes as f64;
         let mut ce = match self.marking {
-            Marking::None => false,
+            Marking::None | Marking::Amrt => false,
             Marking::Threshold { k_pkts } => q >= k_pkts * mtu as f64,
             Marking::Red { min_frac, max_frac, pmax } => {
                 let (lo, hi) = (min_frac * self.buffer as f64, max_frac * self.buffer as f64);
@@ -157,6 +164,24 @@ impl Queue {
             ce |= pq;
         }
         ce
+    }
+
+    /// The packet at the head starts its transmission at `now` (dequeue):
+    /// AMRT's eq. 2 on the gap since the previous dequeue, eq. 3 along the path.
+    fn dequeue_mark(&mut self, now: u64) {
+        let Some(cfg) = self.amrt else { return };
+        let Some(p) = self.pkts.front_mut() else { return };
+        let spare = match self.last_dequeue {
+            None => true, // the link was idle since the start
+            Some((t, len)) => amrt_spare(now - t, len as u64, &cfg),
+        };
+        self.last_dequeue = Some((now, p.size));
+        let ce = if p.amrt_seen { p.ce && spare } else { spare };
+        if ce && !p.ce {
+            self.marks += 1;
+        }
+        p.ce = ce;
+        p.amrt_seen = true;
     }
 }
 
@@ -275,7 +300,7 @@ impl Sim {
             }
         }
         let empty = Default::default();
-        let params = kinds
+        let mut params = kinds
             .iter()
             .map(|&k| AnyParams::build(k, &net, sc.params.get(k.name()).unwrap_or(&empty)))
             .collect::<Result<Vec<_>>>()?;
@@ -290,11 +315,17 @@ impl Sim {
                 let marking = o.and_then(|o| o.marking.clone()).unwrap_or_else(|| q.marking.clone());
                 let phantom: Option<Phantom> = o.and_then(|o| o.phantom.clone()).or_else(|| q.phantom.clone());
                 let rate_bps = q.rate_gbps * 1e9;
-                Queue {
+                let amrt = (marking == Marking::Amrt)
+                    .then(|| AmrtConfig::for_port(rate_bps.round() as u64, sc.net.mtu as u64, false))
+                    .transpose()
+                    .map_err(|e| anyhow::anyhow!("queues.{}: AMRT marking: {e}", q.name))?;
+                Ok(Queue {
                     name: q.name.clone(),
                     rate_bps,
                     buffer,
                     marking,
+                    amrt,
+                    last_dequeue: None,
                     phantom: phantom.map(|p| {
                         let size = p.size_kb.map_or(buffer as f64, |s| s * 1000.0);
                         PhantomState {
@@ -313,9 +344,9 @@ impl Sim {
                     drops: 0,
                     marks: 0,
                     enqueued: 0,
-                }
+                })
             })
-            .collect::<Vec<_>>();
+            .collect::<Result<Vec<_>>>()?;
         if queues.len() > u16::MAX as usize {
             bail!("too many queues");
         }
@@ -323,7 +354,14 @@ impl Sim {
         let mut flows = Vec::new();
         for g in &sc.flows {
             let k = g.cc.as_deref().map(CcKind::parse).transpose()?.unwrap_or(kind);
-            let pi = kinds.iter().position(|&x| x == k).expect("collected above");
+            let mut pi = kinds.iter().position(|&x| x == k).expect("collected above");
+            if !g.params.is_empty() {
+                // This group's own tunables: the run's for its algorithm, then the group's.
+                let mut merged = sc.params.get(k.name()).cloned().unwrap_or_default();
+                merged.extend(g.params.iter().map(|(n, v)| (n.clone(), *v)));
+                params.push(AnyParams::build(k, &net, &merged).map_err(|e| anyhow::anyhow!("flows.{}.params: {e}", g.name))?);
+                pi = params.len() - 1;
+            }
             let path: Vec<u16> =
                 g.path.iter().map(|n| queues.iter().position(|q| &q.name == n).expect("validated") as u16).collect();
             let rtt = ns(g.rtt_us, 1e3);
@@ -518,6 +556,7 @@ impl Sim {
                 flow: i as u32,
                 hop: 0,
                 ce: false,
+                amrt_seen: false,
                 size,
                 seq,
                 send_time: now,
@@ -563,6 +602,7 @@ impl Sim {
         q.bytes += p.size as u64;
         q.pkts.push_back(p);
         if q.pkts.len() == 1 {
+            q.dequeue_mark(now);
             let tx = q.tx_ns(p.size);
             self.at(now + tx, Ev::QueueDepart(qi));
         }
@@ -579,6 +619,7 @@ impl Sim {
         }
         if let Some(next) = q.pkts.front() {
             let tx = q.tx_ns(next.size);
+            q.dequeue_mark(now);
             self.at(now + tx, Ev::QueueDepart(qi));
         }
         let f = &self.flows[p.flow as usize];
