@@ -159,8 +159,10 @@ c=rows[0]["cc_state"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]
         ip netns exec rcv $xfer serve 5004 >/dev/null &
         ip netns exec snd bash -c 'for _ in $(seq 1 200); do
                 ss -tinH dst 10.9.2.2:5001 | grep -Eq " delivered:([2-9][0-9]|[0-9]{3,})" && break; sleep 0.05; done
-            exec '"$xfer"' send 10.9.2.2 5004 4000000 --cc cubic' >/dev/null &
-        transfer "$cc" 2500000
+            exec '"$xfer"' send 10.9.2.2 5004 8000000 --cc cubic' >/dev/null &
+        # 5 MB: long enough that cubic, however late the guest starts it,
+        # holds its queue through the second half of OSCAR's samples.
+        transfer "$cc" 5000000
         wait
         # Judged on the median over the second half (while cubic holds the
         # queue): the last sample can fall after cubic has finished.

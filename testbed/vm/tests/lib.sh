@@ -58,21 +58,24 @@ transfer() {
     ip netns exec rcv sysctl -qw net.ipv4.tcp_congestion_control="$cc" || return 1
     ip netns exec rcv $xfer serve 5001 >"$out/rcv" &
     local srv=$!
-    sleep 0.3
-    ip netns exec snd $xfer send 10.9.2.2 5001 "$bytes" >"$out/snd" &
-    local cli=$!
-    # Sample `ss` from inside the namespace until the sender exits: one
+    # Sample `ss` from inside the namespace until the sender is done: one
     # sampler process, because every `ip netns exec` remounts sysfs, which
-    # under TCG takes longer than a whole transfer.
+    # under TCG can take longer than a whole transfer. The sampler starts
+    # first and the sender only once it runs, so no transfer goes unsampled.
     # With FLOWS_CLI (the xdcc binary) set, also keep the first `xdcc flows
     # --json` that shows the CC's own state (the module's get_info).
-    ip netns exec snd bash -c 'while kill -0 '"$cli"' 2>/dev/null; do ss -tinH dst 10.9.2.2:5001
+    ip netns exec snd bash -c 'touch '"$out/sampling"'; while [[ ! -e '"$out/done"' ]]; do ss -tinH dst 10.9.2.2:5001
         if [[ -n "'"${FLOWS_CLI:-}"'" && ! -s '"$out/flows"' ]]; then
             j=$('"${FLOWS_CLI:-true}"' flows --json 2>/dev/null); grep -q cc_state <<<"$j" && echo "$j" >'"$out/flows"'
         fi; sleep 0.05; done' \
-        >"$out/ss" 2>/dev/null
+        >"$out/ss" 2>/dev/null &
+    local sampler=$!
+    for _ in $(seq 1 600); do [[ -e $out/sampling ]] && break; sleep 0.05; done
+    sleep 0.3
+    ip netns exec snd $xfer send 10.9.2.2 5001 "$bytes" >"$out/snd"
+    touch "$out/done"
+    wait $sampler
     FLOWS_JSON=$(cat "$out/flows" 2>/dev/null)
-    wait $cli
     wait $srv
     SS_LINES=$(cat "$out/ss")
     local s r
