@@ -593,7 +593,7 @@ impl<T: KernelCc> Drop for Registration<T> {
 /// its [`Registration`].
 macro_rules! xdcc_cc_module {
     (name: $name:tt, module: $module:ident, algo: $algo:ident :: $state:ident,
-     needs_ecn: $ecn:expr, description: $desc:tt $(,)?) => {
+     description: $desc:tt $(,)?) => {
         kernel::prelude::module! {
             type: $module,
             name: $name,
@@ -610,7 +610,8 @@ macro_rules! xdcc_cc_module {
         impl glue::KernelCc for Cc {
             type Algo = algo::$algo::$state;
             type Params = algo::$algo::Params;
-            const NEEDS_ECN: bool = $ecn;
+            // From the one CC list (algo::CCS).
+            const NEEDS_ECN: bool = algo::needs_ecn(<algo::$algo::$state as algo::CongestionControl>::NAME);
             const NAME: &'static kernel::str::CStr = kernel::c_str!(stringify!($algo));
             const SYSCTL_DIR: &'static kernel::str::CStr = kernel::c_str!(concat!("net/xdcc/", stringify!($algo)));
             fn params() -> &'static glue::ParamCell<Self::Params> {

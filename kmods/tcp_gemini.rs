@@ -19,6 +19,5 @@ xdcc_cc_module! {
     name: "tcp_gemini",
     module: TcpGemini,
     algo: gemini::Gemini,
-    needs_ecn: true,
     description: "Gemini (ToN) congestion control (xdcc)",
 }

@@ -19,6 +19,5 @@ xdcc_cc_module! {
     name: "tcp_oscar",
     module: TcpOscar,
     algo: oscar::Oscar,
-    needs_ecn: false,
     description: "OSCAR (NSDI'26) congestion control (xdcc)",
 }

@@ -19,6 +19,5 @@ xdcc_cc_module! {
     name: "tcp_smartt",
     module: TcpSmartt,
     algo: smartt::Smartt,
-    needs_ecn: true,
     description: "SMaRTT / UEC NSCC congestion control (xdcc)",
 }

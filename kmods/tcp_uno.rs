@@ -19,6 +19,5 @@ xdcc_cc_module! {
     name: "tcp_uno",
     module: TcpUno,
     algo: uno::Uno,
-    needs_ecn: true,
     description: "UnoCC (Uno, SC'25) congestion control (xdcc)",
 }

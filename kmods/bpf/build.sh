@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Build the BPF struct_ops congestion controls bpf_uno, bpf_gemini,
-# bpf_oscar and bpf_smartt from the algorithm crate (kmods/algo) and the
-# struct_ops shim (shim.c), and check the result:
+# Build the BPF struct_ops congestion controls bpf_<cc> from the algorithm
+# crate (kmods/algo) and the struct_ops shim (shim.c), and check the result:
 #
-#   kmods/bpf/build.sh OUTDIR      -> OUTDIR/bpf_<cc>.o, one object per CC
+#   kmods/bpf/build.sh OUTDIR [CC...]  -> OUTDIR/bpf_<cc>.o, one object per CC
+#
+# Without CCs: every CC entry.rs has entries for (`entries!(<cc>, ...)`).
+# The CCs that need ECN come from the algorithm crate's list (needs_ecn in
+# kmods/algo/src/lib.rs, CCS), read from its source.
 #
 # Steps (../shared PLATFORM.md, "BPF struct_ops backend"):
 #  1. entry.rs (the algorithms + the Linux adapter) -> LLVM bitcode for
@@ -20,7 +23,12 @@
 # or in $XDCC_BPF_LINKER_DIR), clang-22, libbpf-dev, bpftool.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-out=${1:?usage: build.sh OUTDIR}
+out=${1:?usage: build.sh OUTDIR [CC...]}
+shift
+ccs=("$@")
+if ((${#ccs[@]} == 0)); then
+    mapfile -t ccs < <(sed -n 's/^entries!(\([a-z]*\),.*/\1/p' "$here/entry.rs")
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d)
@@ -51,8 +59,11 @@ rustc_bpf -C link-arg=--emit=llvm-bc -o "$work/entry.bc" 2>"$work/rustc.log" || 
 
 # 2.
 bpftool btf dump file /sys/kernel/btf/vmlinux format c > "$work/vmlinux.h"
-for cc in uno gemini oscar smartt; do
-    ecn=1; [[ $cc == oscar ]] && ecn=0
+for cc in "${ccs[@]}"; do
+    grep -q "^entries!($cc," "$here/entry.rs" || fail "entry.rs has no entries for '$cc'"
+    # cc_spec!(<cc>::..., "tcp_<cc>", ecn: true|false, ...) in the CC list.
+    ecn=$(sed -n "s/^ *cc_spec!($cc::[A-Za-z]*, \"tcp_$cc\", ecn: \([a-z]*\),.*/\1/p" "$here/../algo/src/lib.rs")
+    case $ecn in true) ecn=1 ;; false) ecn=0 ;; *) fail "no needs_ecn for '$cc' in kmods/algo/src/lib.rs (CCS)" ;; esac
     clang-22 -target bpf -mcpu=v3 -g -O2 -emit-llvm -c -I"$work" \
         -DXDCC_CC="$cc" -DXDCC_NEEDS_ECN=$ecn -o "$work/shim_$cc.bc" "$here/shim.c"
     # 3.

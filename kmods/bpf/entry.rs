@@ -146,6 +146,7 @@ entries!(uno, algo::uno::Uno, algo::uno::Params);
 entries!(gemini, algo::gemini::Gemini, algo::gemini::Params);
 entries!(oscar, algo::oscar::Oscar, algo::oscar::Params);
 entries!(smartt, algo::smartt::Smartt, algo::smartt::Params);
+entries!(amrt, algo::amrt::Amrt, algo::amrt::Params);
 
 /// Bodies of the arithmetic helpers that the BPF build calls as global BPF
 /// functions (`algo::fixed::bpf_global`; the wrappers are in shim.c).

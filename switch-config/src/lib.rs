@@ -20,6 +20,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("dc-gemini", include_str!("../profiles/dc-gemini.toml")),
     ("dc-uno", include_str!("../profiles/dc-uno.toml")),
     ("dc-uno-phantom", include_str!("../profiles/dc-uno-phantom.toml")),
+    ("dc-amrt", include_str!("../profiles/dc-amrt.toml")),
     ("dc-smartt", include_str!("../profiles/dc-smartt.toml")),
     ("dc-fifo", include_str!("../profiles/dc-fifo.toml")),
     ("wan-border", include_str!("../profiles/wan-border.toml")),
@@ -39,6 +40,28 @@ pub struct Profile {
     /// (`xdcc mark-phantom --profile`), beside the tc tree.
     #[serde(default)]
     pub phantom: Option<Phantom>,
+    /// AMRT's anti-ECN marker for this port (`xdcc mark-amrt --profile`).
+    #[serde(default)]
+    pub amrt: Option<AmrtMarker>,
+}
+
+/// AMRT's anti-ECN marking on this port (amrt-icpp20 §4.2, eqs. 2–3): a
+/// packet that follows at least one MTU's transmission time of idle link
+/// (spare bandwidth) keeps CE, any other loses it. The marker is an eBPF
+/// program on the ingress of the port's next hop, where packets appear at
+/// their dequeue times; the line rate and MTU are the port's.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AmrtMarker {
+    /// `true` (default): CE = CE AND spare (eq. 3), a switch inside the path.
+    /// `false`: CE = spare, for the first port of every path (the marks
+    /// start "spare" at the sender, eq. 3's initial value).
+    #[serde(default = "default_transit")]
+    pub transit: bool,
+}
+
+fn default_transit() -> bool {
+    true
 }
 
 /// A virtual queue that grows by every packet leaving the port and drains at
@@ -230,6 +253,12 @@ impl Profile {
                 }
             }
         }
+        if self.amrt.is_some() && self.marking != (Marking::None {}) {
+            return Err((
+                "amrt",
+                "AMRT's anti-ECN marks and congestion marks share the CE bit: a port with [amrt] needs marking kind = \"none\"".into(),
+            ));
+        }
         if let Some(w) = &self.wan {
             if w.delay_us > 10_000_000 {
                 return Err(("delay_us", format!("{} is out of range (0..=10000000 µs)", w.delay_us)));
@@ -242,6 +271,9 @@ impl Profile {
             }
             if self.phantom.is_some() {
                 return Err(("phantom", "a phantom queue belongs on a DC switch port, not a WAN port".into()));
+            }
+            if self.amrt.is_some() {
+                return Err(("amrt", "AMRT's anti-ECN marking belongs on a DC switch port, not a WAN port".into()));
             }
             if let Some(ge) = &w.gilbert_elliott {
                 if w.loss_ppm != 0 {
@@ -481,6 +513,23 @@ mod tests {
         assert_eq!(u.red_thresholds(), (168_750, 506_250));
         let s = Profile::load("dc-smartt").unwrap();
         assert_eq!(s.red_thresholds(), (135_000, 540_000));
+    }
+
+    #[test]
+    fn amrt_section() {
+        let p = Profile::load("dc-amrt").unwrap();
+        assert_eq!(p.amrt, Some(AmrtMarker { transit: true }));
+        assert_eq!(p.marking, Marking::None {});
+        assert_eq!(p.buffer_bytes(), 8 * 1500, "the paper's 8-packet queue");
+        let base = include_str!("../profiles/dc-amrt.toml");
+        let first = base.replace("transit = true", "transit = false");
+        assert_eq!(Profile::parse(&first).unwrap().amrt, Some(AmrtMarker { transit: false }));
+        // classic ECN marking on the same port is refused
+        let red = base.replace("kind = \"none\"", "kind = \"red\"\nmin_pct = 25\nmax_pct = 75\nprobability_pct = 100");
+        assert!(Profile::parse(&red).unwrap_err().0.contains("amrt"), "{:?}", Profile::parse(&red));
+        let wan = include_str!("../profiles/wan-border.toml").to_string() + "[amrt]\n";
+        assert!(Profile::parse(&wan).unwrap_err().0.contains("amrt"));
+        assert!(Profile::parse(&(base.to_string() + "spare_mtus = 2\n")).is_err(), "unknown key accepted");
     }
 
     #[test]

@@ -3,12 +3,27 @@ traffic, what to sweep. Validated up front: a bad file is one clear error
 before anything is built."""
 
 import os
+import re
 import tomllib
 
 import topology
 
 TESTBED = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-XDCC_CCS = ("uno", "gemini", "oscar", "smartt")
+
+
+def _xdcc_ccs():
+    """The xdcc CCs from the algorithm crate's one list (kmods/algo/src/lib.rs,
+    `CCS`: one `cc_spec!(<cc>::<State>, "tcp_<cc>", ...)` line each); the same
+    list as `xdcc cc known`."""
+    src = os.path.join(os.path.dirname(TESTBED), "kmods", "algo", "src", "lib.rs")
+    with open(src) as f:
+        ccs = tuple(re.findall(r'^\s*cc_spec!\((\w+)::\w+, "tcp_\1"', f.read(), re.M))
+    if not ccs:
+        raise RuntimeError(f"no CC list (cc_spec!) in {src}")
+    return ccs
+
+
+XDCC_CCS = _xdcc_ccs()
 KERNEL_CCS = ("cubic", "dctcp", "bbr", "reno", "vegas")
 KNOWN = {
     "description": str, "paper": str, "topology": str, "ccs": list, "duration_s": int,

@@ -246,17 +246,25 @@ impl CongestionControl for Amrt {
     fn cwnd(&self) -> u32 {
         self.w.bytes()
     }
-    /// The first window is paced over the handshake RTT (flows that start
-    /// together then share the link instead of colliding as line-rate
-    /// bursts in an 8-packet queue); after that the ACK clock alone, which
-    /// keeps the idle slots the anti-ECN marks report (pacing at cwnd/srtt
-    /// would smear them into sub-packet gaps that eq. 2 cannot see).
+    /// The first two rounds are paced like every window-based xdcc CC (the
+    /// Linux adapter's `window_pacing_*` ratios of cwnd/srtt, the
+    /// simulator's `window_pacing_gain`), so flows that start together share
+    /// the link instead of colliding as line-rate bursts in an 8-packet
+    /// queue; after that the ACK clock alone, which keeps the idle slots the
+    /// anti-ECN marks report (pacing at cwnd/srtt would smear them into
+    /// sub-packet gaps that eq. 2 cannot see).
+    ///
+    /// (An own rate of cwnd / handshake RTT for the first window stalled
+    /// tcp_amrt in the test kernel: after the first window the socket sat
+    /// with data queued, nothing in flight and a 2-minute persist timer,
+    /// i.e. its pacing time stamp minutes ahead. The cause is not found yet;
+    /// the adapter's window pacing does not show it.)
     fn pacing_rate(&self) -> Option<u64> {
         if self.rounds >= 2 {
-            return Some(super::UNPACED);
+            Some(super::UNPACED)
+        } else {
+            None
         }
-        let rtt = core::cmp::max(self.base_rtt_ns, 1_000) as u64;
-        Some(core::cmp::max(mul_div(self.w.bytes() as u64, super::fixed::NSEC_PER_SEC, rtt), 1))
     }
     fn undo(&mut self) {
         self.w.undo();

@@ -203,6 +203,115 @@ mod window;
 pub use params::{NetConfig, ParamError};
 pub use window::Window;
 
+/// What the rest of xdcc (kernel modules, BPF backend, agent, simulator,
+/// testbed runner) needs to know about one congestion control. [`CCS`] is the
+/// one list of them; code that needs the algorithm's *types* dispatches on
+/// the name with [`with_cc!`].
+#[derive(Clone, Copy, Debug)]
+pub struct CcSpec {
+    /// Registered name (`net.ipv4.tcp_congestion_control`), sysctl directory
+    /// `/proc/sys/net/xdcc/<name>/`; the BPF version registers `bpf_<name>`.
+    pub name: &'static str,
+    /// Kernel module (`kmods/<module>.rs`).
+    pub module: &'static str,
+    /// Needs ECN negotiated (`TCP_CONG_NEEDS_ECN`).
+    pub needs_ecn: bool,
+    /// The paper the algorithm file follows (`../shared/papers/<paper>.md`).
+    pub paper: &'static str,
+    /// The algorithm's own tunables (every module also has the `net_*` and
+    /// `window_pacing_*` files of the Linux adapter).
+    pub tunables: &'static [&'static str],
+    /// Names of the four values in the flow's `CcInfo` (`xdcc flows`).
+    pub info_fields: [&'static str; 4],
+}
+
+macro_rules! cc_spec {
+    ($m:ident :: $state:ident, $module:literal, ecn: $ecn:literal, paper: $paper:literal) => {
+        CcSpec {
+            name: <$m::$state as CongestionControl>::NAME,
+            module: $module,
+            needs_ecn: $ecn,
+            paper: $paper,
+            tunables: <$m::Params as Tunables>::TUNABLES,
+            info_fields: <$m::$state as CongestionControl>::INFO_FIELDS,
+        }
+    };
+}
+
+/// Every xdcc congestion control, in the order the docs list them.
+pub const CCS: [CcSpec; 5] = [
+    cc_spec!(uno::Uno, "tcp_uno", ecn: true, paper: "uno-sc25"),
+    cc_spec!(gemini::Gemini, "tcp_gemini", ecn: true, paper: "gemini-ton"),
+    cc_spec!(oscar::Oscar, "tcp_oscar", ecn: false, paper: "oscar-nsdi26"),
+    cc_spec!(smartt::Smartt, "tcp_smartt", ecn: true, paper: "smartt-uec-nscc"),
+    cc_spec!(amrt::Amrt, "tcp_amrt", ecn: true, paper: "amrt-icpp20"),
+];
+
+/// The entry of `name` (`uno` or `bpf_uno`, ...).
+pub fn cc_spec(name: &str) -> Option<&'static CcSpec> {
+    let name = name.strip_prefix("bpf_").unwrap_or(name);
+    CCS.iter().find(|c| c.name == name)
+}
+
+/// Whether the CC registered as `name` needs ECN: a `const fn` so that the
+/// kernel modules take it from [`CCS`] at compile time.
+pub const fn needs_ecn(name: &str) -> bool {
+    let mut i = 0;
+    while i < CCS.len() {
+        if str_eq(CCS[i].name, name) {
+            return CCS[i].needs_ecn;
+        }
+        i += 1;
+    }
+    false
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Runs `$body` with `$cc` naming the algorithm's state type and `$params`
+/// its `Params`, for the CC called `$name` (without the `bpf_` prefix);
+/// `$other` for any other name. The one place outside [`CCS`] that lists the
+/// algorithms by type.
+///
+/// ```
+/// use xdcc_algo::{with_cc, Tunables};
+/// let n = with_cc!("gemini", |C, P| P::TUNABLES.len(), _ => 0);
+/// assert!(n > 0);
+/// ```
+#[cfg(not(xdcc_kernel))]
+#[macro_export]
+macro_rules! with_cc {
+    ($name:expr, |$cc:ident, $params:ident| $body:expr, _ => $other:expr) => {
+        $crate::with_cc!(@arms $name, $cc, $params, $body, $other,
+            uno::Uno, gemini::Gemini, oscar::Oscar, smartt::Smartt, amrt::Amrt)
+    };
+    (@arms $name:expr, $cc:ident, $params:ident, $body:expr, $other:expr, $($m:ident :: $state:ident),*) => {
+        match $name {
+            $(n if n == <$crate::$m::$state as $crate::CongestionControl>::NAME => {
+                #[allow(dead_code)]
+                type $cc = $crate::$m::$state;
+                #[allow(dead_code)]
+                type $params = $crate::$m::Params;
+                $body
+            })*
+            _ => $other,
+        }
+    };
+}
+
 /// Size of the per-socket private congestion-control area in Linux 6.12
 /// (`ICSK_CA_PRIV_SIZE`, `13 * sizeof(u64)`). Every algorithm's state is
 /// checked against it at compile time.

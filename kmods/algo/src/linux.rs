@@ -490,16 +490,7 @@ impl CcInfo {
 /// The names of `CcInfo::values` for the CC registered as `name` (the
 /// module's `uno` or the BPF backend's `bpf_uno`, ...).
 pub fn info_fields(name: &str) -> Option<[&'static str; 4]> {
-    use super::{amrt::Amrt, gemini::Gemini, oscar::Oscar, smartt::Smartt, uno::Uno};
-    let name = name.strip_prefix("bpf_").unwrap_or(name);
-    Some(match name {
-        _ if name == Uno::NAME => Uno::INFO_FIELDS,
-        _ if name == Gemini::NAME => Gemini::INFO_FIELDS,
-        _ if name == Oscar::NAME => Oscar::INFO_FIELDS,
-        _ if name == Smartt::NAME => Smartt::INFO_FIELDS,
-        _ if name == Amrt::NAME => Amrt::INFO_FIELDS,
-        _ => return None,
-    })
+    super::cc_spec(name).map(|c| c.info_fields)
 }
 
 /// The algorithm's view of one ACK.

@@ -314,3 +314,22 @@ fn without_ecn_the_ccs_keep_their_loss_and_delay_signals() {
     without_ecn::<gemini::Gemini>(&gemini::Params::from_net(&NET), true, 20);
     without_ecn::<smartt::Smartt>(&smartt::Params::from_net(&NET), true, 500);
 }
+
+/// The one CC list and the type dispatch agree: every entry of `CCS` is
+/// reached by `with_cc!` with its own types, and names are unique.
+#[test]
+fn cc_list_and_type_dispatch_agree() {
+    use xdcc_algo::{cc_spec, needs_ecn, with_cc, CongestionControl, CCS};
+    for (i, c) in CCS.iter().enumerate() {
+        let (name, tunables, fields) =
+            with_cc!(c.name, |C, P| (C::NAME, P::TUNABLES, C::INFO_FIELDS), _ => panic!("with_cc! misses {}", c.name));
+        assert_eq!((name, tunables, fields), (c.name, c.tunables, c.info_fields));
+        assert_eq!(c.module, format!("tcp_{}", c.name));
+        assert_eq!(needs_ecn(c.name), c.needs_ecn);
+        assert_eq!(cc_spec(&format!("bpf_{}", c.name)).map(|s| s.name), Some(c.name));
+        assert!(CCS[..i].iter().all(|o| o.name != c.name), "{} listed twice", c.name);
+    }
+    assert!(cc_spec("cubic").is_none());
+    assert!(!needs_ecn("oscar") && needs_ecn("amrt"));
+    assert_eq!(with_cc!("cubic", |C, P| 1, _ => 0), 0);
+}

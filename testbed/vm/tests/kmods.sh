@@ -1,17 +1,18 @@
 #!/bin/bash
 # VM tests of the xdcc kernel modules (run by testbed/vm/run.sh inside the
-# test kernel). For each of tcp_uno, tcp_gemini, tcp_oscar, tcp_smartt:
-# load, list, select (global, per netns, per socket), a byte-exact transfer
-# over veth with a rate limit and netem delay, ECN negotiation, reaction to a
-# RED ECN-marking bottleneck, pacing (OSCAR), tunables (read back, EINVAL,
-# effect), and rmmod refused while in use.
-#   run.sh testbed/vm/tests/kmods.sh [CC...]     (default: all four)
+# test kernel). For each xdcc CC (the algorithm crate's list, CCS in
+# kmods/algo/src/lib.rs): load, list, select (global, per netns, per socket),
+# a byte-exact transfer over veth with a rate limit and netem delay, ECN
+# negotiation, reaction to a RED ECN-marking bottleneck, pacing (OSCAR),
+# AMRT's growth on anti-ECN marks and its guard against classic ECN marks,
+# tunables (read back, EINVAL, effect), and rmmod refused while in use.
+#   run.sh testbed/vm/tests/kmods.sh [CC...]     (default: all of them)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 ccs=("$@")
-((${#ccs[@]})) || ccs=(uno gemini oscar smartt)
+((${#ccs[@]})) || mapfile -t ccs < <(sed -n 's/^ *cc_spec!(\([a-z]*\)::.*/\1/p' "$root/kmods/algo/src/lib.rs")
 
 pass=0
 fail=0
@@ -94,7 +95,9 @@ c=rows[0]["cc_state"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]
     if ((ecn)); then
         # ECN must have been negotiated for the receiver to echo marks.
         check "$mod: ECN negotiated and CE marks echoed (delivered_ce $DELIVERED_CE)" test "$DELIVERED_CE" -gt 0
-        check "$mod: reacts to ECN marks (median cwnd $red_cwnd < $fifo_cwnd without marking)" test "$red_cwnd" -lt "$fifo_cwnd"
+        # (AMRT's marks mean spare bandwidth, not congestion: test_amrt.)
+        [[ $cc == amrt ]] ||
+            check "$mod: reacts to ECN marks (median cwnd $red_cwnd < $fifo_cwnd without marking)" test "$red_cwnd" -lt "$fifo_cwnd"
     fi
     net_down
     [[ -n $qa_saved ]] && echo "$qa_saved" >/proc/sys/net/xdcc/smartt/qa_beta_q16
@@ -113,6 +116,7 @@ c=rows[0]["cc_state"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]
         gemini) knob=beta_q16; good=9830; badv=70000; effect_knob=t_ns; effect_val=500000 ;;
         smartt) knob=gamma_q16; good=32768; badv=70000; effect_knob=max_wnd_bdp_q16; effect_val=32768 ;;
         oscar) knob=u_ai_q16; good=131; badv=0; effect_knob=rate_bytes_per_sec; effect_val=250000 ;;
+        amrt) knob=max_wnd_bdp_q16; good=196608; badv=0; effect_knob=init_bdp_q16; effect_val=16384 ;;
     esac
     local before
     before=$(cat "$d/$knob")
@@ -172,6 +176,8 @@ c=rows[0]["cc_state"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]
         net_down
     fi
 
+    [[ $cc == amrt ]] && test_amrt "$fifo_cwnd" "$fifo_max"
+
     # rmmod: refused while a socket or a netns default uses the CC.
     net_up fifo
     ip netns exec rcv $xfer serve 5003 >/dev/null &
@@ -191,6 +197,76 @@ c=rows[0]["cc_state"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]
     check "$mod: rmmod succeeds once unused" rmmod "$mod"
     check "$mod: gone from tcp_available_congestion_control" \
         sh -c "! grep -qw $cc /proc/sys/net/ipv4/tcp_available_congestion_control"
+}
+
+# AMRT (amrt-icpp20 §4.3): its window grows on anti-ECN marks (`xdcc
+# mark-amrt` at the bottleneck's dequeue side: CE = the link was idle for an
+# MTU before the packet) and stays without them (the receiver-driven
+# baseline, spare_increase = 0); behind a classic RED/ECN port marking from
+# 20 packets of queue, its guard (mark_max_qdelay_ns, 16 MTUs = 9.6 ms here)
+# ignores the congestion marks, and with the guard off the same marks grow
+# the window into the queue: the mistake the guard protects from.
+# $1, $2: median and largest cwnd of the plain fifo run.
+test_amrt() {
+    local fifo_cwnd=$1 fifo_max=$2 d=/proc/sys/net/xdcc/amrt X="$root/target/release/xdcc" out k
+    [[ -x $X ]] || { bad "tcp_amrt: $X not built (cargo build --release -p xdcc)"; return; }
+    out=$(mktemp -d)
+    local -A saved
+    for k in spare_increase init_bdp_q16 max_wnd_bdp_q16 mark_max_qdelay_ns; do saved[$k]=$(cat "$d/$k"); done
+    spare() { python3 -c 'import json,sys; r=[r for r in json.loads(sys.argv[1] or "[]") if r["remote"].endswith(":5001") and r.get("cc_state")]
+print(r[0]["cc_state"]["values"][sys.argv[2]] if r else -1)' "${FLOWS_JSON:-}" "$1"; }
+    # One 4 MB run with the anti-ECN marker on rcv's ingress (the dequeue
+    # times of the router's 20 Mbit/s port).
+    marked_run() {
+        net_up fifo
+        ip netns exec rcv "$X" mark-amrt --iface vr --rate-mbit 20 >"$out/marker.json" 2>"$out/marker.log" &
+        local m=$! i
+        for i in $(seq 1 300); do [[ -s $out/marker.json ]] && break; sleep 0.1; done
+        FLOWS_REFRESH=1 transfer amrt 4000000
+        kill -INT $m 2>/dev/null; wait $m 2>/dev/null
+        MARKER=$(tail -1 "$out/marker.json")
+        net_down
+    }
+    echo 1 >"$d/spare_increase"
+    marked_run
+    local grown=$MED_CWND sm
+    sm=$(spare spare_marks)
+    echo "  anti-ECN marker: median cwnd $grown (fifo $fifo_cwnd), max $MAX_CWND, delivered_ce $DELIVERED_CE, spare_marks $sm, marker: $MARKER"
+    check "tcp_amrt: transfer with the anti-ECN marker is byte-exact" test "$XFER_OK" = 1
+    check "tcp_amrt: spare-bandwidth marks echoed and grow the window (delivered_ce $DELIVERED_CE, spare_marks $sm)" \
+        test "$DELIVERED_CE" -gt 0 -a "$sm" -gt 0
+    # (Windows are compared through the module's own counters: its start
+    # window comes from the handshake RTT, which under TCG varies by 2-3x
+    # from run to run, so cwnd across runs says little.)
+    echo 0 >"$d/spare_increase"
+    marked_run
+    sm=$(spare spare_marks)
+    echo "  baseline (spare_increase=0) with the marker: median cwnd $MED_CWND, max $MAX_CWND, delivered_ce $DELIVERED_CE, spare_marks $sm"
+    check "tcp_amrt: spare_increase=0 ignores the marks (delivered_ce $DELIVERED_CE > 0, spare_marks $sm = 0)" \
+        test "$DELIVERED_CE" -gt 0 -a "$sm" = 0
+    echo 1 >"$d/spare_increase"
+
+    # Classic RED/ECN: start at 5 BDP (a 4-BDP = 16 ms standing queue, in
+    # RED's marking range), cap 16 BDP.
+    echo 327680 >"$d/init_bdp_q16"
+    echo 1048576 >"$d/max_wnd_bdp_q16"
+    local ign
+    net_up reddeep
+    FLOWS_REFRESH=1 transfer amrt 4000000
+    net_down
+    ign=$(spare ignored_marks); sm=$(spare spare_marks)
+    echo "  RED from 20 packets, guard ${saved[mark_max_qdelay_ns]} ns: max cwnd $MAX_CWND, median rtt $MED_RTT ms, delivered_ce $DELIVERED_CE, ignored_marks $ign, spare_marks $sm"
+    check "tcp_amrt: behind classic ECN the congestion marks are ignored (ignored_marks $ign > 0, > 10 x spare_marks $sm)" \
+        test "$ign" -gt 0 -a "$ign" -gt $((10 * sm))
+    echo 0 >"$d/mark_max_qdelay_ns"
+    net_up reddeep
+    FLOWS_REFRESH=1 transfer amrt 4000000
+    net_down
+    ign=$(spare ignored_marks); sm=$(spare spare_marks)
+    echo "  same port, guard off: max cwnd $MAX_CWND, median rtt $MED_RTT ms, spare_marks $sm, ignored_marks $ign"
+    check "tcp_amrt: with the guard off the same marks grow the window (spare_marks $sm > 0)" test "$sm" -gt 0 -a "$ign" = 0
+    for k in "${!saved[@]}"; do echo "${saved[$k]}" >"$d/$k"; done
+    rm -rf "$out"
 }
 
 # The xdcc CLI against the real modules: load/unload, selection, tunables.

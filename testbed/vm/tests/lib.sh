@@ -7,7 +7,8 @@ RTT=4ms   # base RTT; BDP 10 kB (7 packets)
 
 # Three namespaces: snd -- rtr -- rcv. The router's port towards rcv is the
 # bottleneck: an HTB rate limit whose leaf is $1, "red" (RED with ECN
-# marking) or "fifo" (a byte FIFO, no marking). The base RTT is netem delay
+# marking), "reddeep" (RED marking from 20 packets) or "fifo" (a byte FIFO,
+# no marking). The base RTT is netem delay
 # on the router's port back towards snd. (The bottleneck must not be on the
 # sender's own interface: TCP Small Queues would then cap its queue at about
 # a millisecond of data and no marking threshold would ever be reached.)
@@ -33,6 +34,10 @@ net_up() {
         red) tc -n rtr qdisc add dev rr parent 1:1 handle 10: red limit 300000 min 3000 max 9000 \
                 avpkt 1500 burst 3 bandwidth $RATE probability 1.0 ecn ;;
         fifo) tc -n rtr qdisc add dev rr parent 1:1 handle 10: bfifo limit 300000 ;;
+        # RED/ECN marking from a DCTCP-like threshold (20 packets, 12 ms
+        # here), deeper than AMRT's mark guard (16 MTUs at line rate).
+        reddeep) tc -n rtr qdisc add dev rr parent 1:1 handle 10: red limit 300000 min 30000 max 60000 \
+                avpkt 1500 burst 25 bandwidth $RATE probability 1.0 ecn ;;
     esac
     tc -n rtr qdisc add dev rs root netem delay $RTT limit 100000
 }
@@ -63,9 +68,10 @@ transfer() {
     # under TCG can take longer than a whole transfer. The sampler starts
     # first and the sender only once it runs, so no transfer goes unsampled.
     # With FLOWS_CLI (the xdcc binary) set, also keep the first `xdcc flows
-    # --json` that shows the CC's own state (the module's get_info).
+    # --json` that shows the CC's own state (the module's get_info); with
+    # FLOWS_REFRESH=1 the last one instead (costlier: one `xdcc flows` per sample).
     ip netns exec snd bash -c 'touch '"$out/sampling"'; while [[ ! -e '"$out/done"' ]]; do ss -tinH dst 10.9.2.2:5001
-        if [[ -n "'"${FLOWS_CLI:-}"'" && ! -s '"$out/flows"' ]]; then
+        if [[ -n "'"${FLOWS_CLI:-}"'" && ( ! -s '"$out/flows"' || -n "'"${FLOWS_REFRESH:-}"'" ) ]]; then
             j=$('"${FLOWS_CLI:-true}"' flows --json 2>/dev/null); grep -q cc_state <<<"$j" && echo "$j" >'"$out/flows"'
         fi; sleep 0.05; done' \
         >"$out/ss" 2>/dev/null &

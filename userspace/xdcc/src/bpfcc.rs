@@ -22,17 +22,13 @@ use crate::failure::{bad_value, kernel_refused};
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder};
 use serde::Serialize;
-use xdcc_algo::{gemini, linux, oscar, smartt, uno, NetConfig, Tunables};
+use xdcc_algo::{linux, with_cc, NetConfig, Tunables};
 
 use crate::sockdiag::canonical;
 
-/// The embedded objects (built by build.rs with kmods/bpf/build.sh).
-const OBJECTS: [(&str, &[u8]); 4] = [
-    ("uno", include_bytes!(concat!(env!("OUT_DIR"), "/bpf-cc/bpf_uno.o"))),
-    ("gemini", include_bytes!(concat!(env!("OUT_DIR"), "/bpf-cc/bpf_gemini.o"))),
-    ("oscar", include_bytes!(concat!(env!("OUT_DIR"), "/bpf-cc/bpf_oscar.o"))),
-    ("smartt", include_bytes!(concat!(env!("OUT_DIR"), "/bpf-cc/bpf_smartt.o"))),
-];
+// The embedded objects, one per CC of the algorithm crate's list (built and
+// listed by build.rs with kmods/bpf/build.sh).
+include!(concat!(env!("OUT_DIR"), "/bpf-cc/objects.rs"));
 
 /// Size of the configuration map's value (kmods/bpf/shim.c, entry.rs).
 const CONFIG_BYTES: usize = 256;
@@ -45,7 +41,10 @@ pub fn algo_name(cc: &str) -> Result<&'static str> {
         .iter()
         .map(|(n, _)| *n)
         .find(|n| *n == base)
-        .ok_or_else(|| bad_value(format!("unknown BPF congestion control `{cc}` (xdcc has bpf_uno, bpf_gemini, bpf_oscar, bpf_smartt)")))
+        .ok_or_else(|| {
+            let known: Vec<String> = OBJECTS.iter().map(|(n, _)| format!("bpf_{n}")).collect();
+            bad_value(format!("unknown BPF congestion control `{cc}` (xdcc has {})", known.join(", ")))
+        })
 }
 
 /// Root of the BPF file system: $XDCC_BPFFS or /sys/fs/bpf.
@@ -225,13 +224,7 @@ fn current_config(algo: &str) -> Result<[u8; CONFIG_BYTES]> {
         bail!("bpf_{algo}: configuration of {} bytes, this xdcc expects {CONFIG_BYTES}", v.len());
     }
     b.copy_from_slice(&v);
-    let ok = match algo {
-        "uno" => linux::Config::<uno::Params>::read_bytes(&b).is_some(),
-        "gemini" => linux::Config::<gemini::Params>::read_bytes(&b).is_some(),
-        "oscar" => linux::Config::<oscar::Params>::read_bytes(&b).is_some(),
-        "smartt" => linux::Config::<smartt::Params>::read_bytes(&b).is_some(),
-        _ => false,
-    };
+    let ok = with_cc!(algo, |C, P| linux::Config::<P>::read_bytes(&b).is_some(), _ => false);
     if !ok {
         bail!("bpf_{algo}: the loaded configuration is not valid for this xdcc; unload and load instead");
     }
@@ -377,13 +370,7 @@ fn read_iter(id: u32) -> Result<Vec<u8>> {
 pub(crate) fn default_config(algo: &str) -> [u8; CONFIG_BYTES] {
     let mut b = [0u8; CONFIG_BYTES];
     let net = NetConfig::LINUX_DEFAULT;
-    let ok = match algo {
-        "uno" => linux::Config::<uno::Params>::for_net(&net).write_bytes(&mut b),
-        "gemini" => linux::Config::<gemini::Params>::for_net(&net).write_bytes(&mut b),
-        "oscar" => linux::Config::<oscar::Params>::for_net(&net).write_bytes(&mut b),
-        "smartt" => linux::Config::<smartt::Params>::for_net(&net).write_bytes(&mut b),
-        _ => unreachable!("algo_name checked it"),
-    };
+    let ok = with_cc!(algo, |C, P| linux::Config::<P>::for_net(&net).write_bytes(&mut b), _ => unreachable!("algo_name checked it"));
     assert!(ok, "entry.rs asserts every Config fits {CONFIG_BYTES} bytes");
     b
 }
@@ -483,28 +470,19 @@ fn set_for<P: Tunables>(algo: &str, name: &str, value: u64) -> Result<()> {
 /// Every tunable of a loaded BPF CC with its value.
 pub fn tunable_list(cc: &str) -> Result<Vec<(String, u64)>> {
     let algo = algo_name(cc)?;
-    match algo {
-        "uno" => list_for::<uno::Params>(algo),
-        "gemini" => list_for::<gemini::Params>(algo),
-        "oscar" => list_for::<oscar::Params>(algo),
-        _ => list_for::<smartt::Params>(algo),
-    }
+    with_cc!(algo, |C, P| list_for::<P>(algo), _ => unreachable!("algo_name checked it"))
 }
 
 /// Validates, then replaces the configuration; on any error nothing changes.
 pub fn tunable_set(cc: &str, name: &str, value: u64) -> Result<()> {
     let algo = algo_name(cc)?;
-    match algo {
-        "uno" => set_for::<uno::Params>(algo, name, value),
-        "gemini" => set_for::<gemini::Params>(algo, name, value),
-        "oscar" => set_for::<oscar::Params>(algo, name, value),
-        _ => set_for::<smartt::Params>(algo, name, value),
-    }
+    with_cc!(algo, |C, P| set_for::<P>(algo, name, value), _ => unreachable!("algo_name checked it"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xdcc_algo::{gemini, uno};
 
     #[test]
     fn names_resolve_with_or_without_the_prefix() {

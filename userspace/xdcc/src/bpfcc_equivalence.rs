@@ -14,7 +14,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use xdcc_algo::{
-    gemini,
+    amrt, gemini,
     linux::{CcInfo, CeEcho, Config, Flow, RateSample, Sock, Update},
     oscar, smartt, uno, CongestionControl, NetConfig, Tunables,
 };
@@ -258,7 +258,9 @@ fn bpf_and_userspace_builds_agree_event_by_event() {
         ("gemini", check_cc::<gemini::Gemini>("gemini", &[("beta_q16", 9830)])),
         ("oscar", check_cc::<oscar::Oscar>("oscar", &[("u_ai_q16", 131)])),
         ("smartt", check_cc::<smartt::Smartt>("smartt", &[("gamma_q16", 32768)])),
+        ("amrt", check_cc::<amrt::Amrt>("amrt", &[("max_wnd_bdp_q16", 3 * 65536), ("mark_max_qdelay_ns", 0)])),
     ];
+    assert_eq!(results.len(), xdcc_algo::CCS.len(), "a CC of the list is not checked here");
     let mut failed = false;
     for (cc, r) in results {
         match r {

@@ -14,15 +14,17 @@ use std::{
 use crate::failure::{bad_value, kernel_refused};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
-use xdcc_algo::{gemini, oscar, smartt, uno, NetConfig, Tunables};
+use xdcc_algo::{with_cc, NetConfig, Tunables, CCS};
 
 const AVAILABLE: &str = "net/ipv4/tcp_available_congestion_control";
 const ALLOWED: &str = "net/ipv4/tcp_allowed_congestion_control";
 const DEFAULT_CC: &str = "net/ipv4/tcp_congestion_control";
 
-/// The xdcc congestion controls: sysctl directory name = CC name, module.
-pub const XDCC_CCS: &[(&str, &str)] =
-    &[("uno", "tcp_uno"), ("gemini", "tcp_gemini"), ("oscar", "tcp_oscar"), ("smartt", "tcp_smartt")];
+/// The xdcc congestion controls (the algorithm crate's one list): sysctl
+/// directory name = CC name, module.
+fn xdcc_ccs() -> impl Iterator<Item = (&'static str, &'static str)> {
+    CCS.iter().map(|c| (c.name, c.module))
+}
 
 /// Root of the sysctl tree: /proc/sys, or $XDCC_SYSCTL_ROOT (tests point it
 /// at a scratch copy).
@@ -69,7 +71,7 @@ pub fn cc_list() -> Result<CcList> {
     let available: Vec<String> = read_sysctl(AVAILABLE)?.split_whitespace().map(String::from).collect();
     let allowed = read_sysctl(ALLOWED)?.split_whitespace().map(String::from).collect();
     let xdcc_not_loaded =
-        XDCC_CCS.iter().filter(|(cc, _)| !available.iter().any(|a| a == cc)).map(|(cc, _)| cc.to_string()).collect();
+        xdcc_ccs().filter(|(cc, _)| !available.iter().any(|a| a == cc)).map(|(cc, _)| cc.to_string()).collect();
     Ok(CcList { default: read_sysctl(DEFAULT_CC)?, available, allowed, xdcc_not_loaded })
 }
 
@@ -79,13 +81,12 @@ pub fn cc_list() -> Result<CcList> {
 pub fn cc_set(name: &str) -> Result<()> {
     let available: Vec<String> = read_sysctl(AVAILABLE)?.split_whitespace().map(String::from).collect();
     if !available.iter().any(|a| a == name) {
-        let hint = XDCC_CCS
-            .iter()
+        let hint = xdcc_ccs()
             .find(|(cc, _)| *cc == name)
             .map(|(_, m)| format!("; load it first: xdcc module load {m}"))
             .or_else(|| {
                 name.strip_prefix("bpf_")
-                    .filter(|b| XDCC_CCS.iter().any(|(cc, _)| cc == b))
+                    .filter(|b| xdcc_ccs().any(|(cc, _)| cc == *b))
                     .map(|b| format!("; load it first: xdcc cc load {b} --bpf"))
             })
             .unwrap_or_default();
@@ -140,8 +141,7 @@ fn loaded_modules() -> Vec<(String, u32)> {
 
 pub fn module_list() -> Vec<ModuleInfo> {
     let loaded = loaded_modules();
-    XDCC_CCS
-        .iter()
+    xdcc_ccs()
         .map(|(cc, m)| {
             let l = loaded.iter().find(|(n, _)| n == m);
             let file = module_dir().join(format!("{m}.ko"));
@@ -162,10 +162,9 @@ pub fn module_load(what: &str) -> Result<String> {
     let path = if what.ends_with(".ko") || what.contains('/') {
         PathBuf::from(what)
     } else {
-        let m = XDCC_CCS
-            .iter()
+        let m = xdcc_ccs()
             .find(|(cc, m)| *cc == what || *m == what)
-            .map(|(_, m)| *m)
+            .map(|(_, m)| m)
             .ok_or_else(|| bad_value(format!("unknown module `{what}` (xdcc modules: {})", module_names())))?;
         module_dir().join(format!("{m}.ko"))
     };
@@ -184,10 +183,9 @@ pub fn module_load(what: &str) -> Result<String> {
 }
 
 pub fn module_unload(what: &str) -> Result<()> {
-    let m = XDCC_CCS
-        .iter()
+    let m = xdcc_ccs()
         .find(|(cc, m)| *cc == what || *m == what)
-        .map(|(_, m)| *m)
+        .map(|(_, m)| m)
         .ok_or_else(|| bad_value(format!("unknown module `{what}` (xdcc modules: {})", module_names())))?;
     let name = CString::new(m).expect("no NUL");
     nix::kmod::delete_module(&name, nix::kmod::DeleteModuleFlags::O_NONBLOCK).map_err(|e| kernel_refused(match e {
@@ -202,7 +200,7 @@ pub fn module_unload(what: &str) -> Result<()> {
 }
 
 fn module_names() -> String {
-    XDCC_CCS.iter().map(|(_, m)| *m).collect::<Vec<_>>().join(", ")
+    xdcc_ccs().map(|(_, m)| m).collect::<Vec<_>>().join(", ")
 }
 
 // ---------------------------------------------------------------- tunables
@@ -214,9 +212,10 @@ const NET_KNOBS: &[&str] = &["net_link_rate_mbps", "net_intra_rtt_us", "net_inte
 const PACING_KNOBS: &[&str] = &["window_pacing_pct", "window_pacing_ss_pct"];
 
 fn cc_dir(cc: &str) -> Result<PathBuf> {
-    let Some((_, m)) = XDCC_CCS.iter().find(|(c, _)| *c == cc) else {
+    let Some((_, m)) = xdcc_ccs().find(|(c, _)| *c == cc) else {
         return Err(bad_value(format!(
-            "unknown congestion control `{cc}` (xdcc CCs with tunables: uno, gemini, oscar, smartt, and bpf_<cc> for the BPF versions)"
+            "unknown congestion control `{cc}` (xdcc CCs with tunables: {}, and bpf_<cc> for the BPF versions)",
+            xdcc_ccs().map(|(c, _)| c).collect::<Vec<_>>().join(", ")
         )));
     };
     let dir = sysctl_root().join("net/xdcc").join(cc);
@@ -227,13 +226,7 @@ fn cc_dir(cc: &str) -> Result<PathBuf> {
 }
 
 fn tunable_names(cc: &str) -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = match cc {
-        "uno" => uno::Params::TUNABLES.to_vec(),
-        "gemini" => gemini::Params::TUNABLES.to_vec(),
-        "oscar" => oscar::Params::TUNABLES.to_vec(),
-        "smartt" => smartt::Params::TUNABLES.to_vec(),
-        _ => Vec::new(),
-    };
+    let mut v: Vec<&'static str> = xdcc_algo::cc_spec(cc).map(|c| c.tunables.to_vec()).unwrap_or_default();
     v.extend_from_slice(NET_KNOBS);
     v.extend_from_slice(PACING_KNOBS);
     v
@@ -322,13 +315,7 @@ pub fn tunable_set(cc: &str, name: &str, value: &str) -> Result<u64> {
     if !current.iter().any(|(n, _)| n == name) {
         return Err(unknown_tunable(cc, name));
     }
-    match cc {
-        "uno" => check::<uno::Params>(&current, name, value)?,
-        "gemini" => check::<gemini::Params>(&current, name, value)?,
-        "oscar" => check::<oscar::Params>(&current, name, value)?,
-        "smartt" => check::<smartt::Params>(&current, name, value)?,
-        _ => unreachable!("cc_dir accepted it"),
-    }
+    with_cc!(cc, |C, P| check::<P>(&current, name, value)?, _ => unreachable!("cc_dir accepted it"));
     let p = cc_dir(cc)?.join(name);
     fs::write(&p, value.to_string()).map_err(|e| match e.raw_os_error() {
         Some(22) => kernel_refused(format!("the kernel rejected {cc}.{name} = {value} (EINVAL); nothing changed")),
@@ -340,6 +327,7 @@ pub fn tunable_set(cc: &str, name: &str, value: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xdcc_algo::uno;
 
     fn current_uno() -> Vec<(String, u64)> {
         let p = uno::Params::from_net(&NetConfig::GEMINI_TESTBED);
@@ -364,7 +352,7 @@ mod tests {
 
     #[test]
     fn every_cc_lists_its_params_and_the_net_knobs() {
-        for (cc, _) in XDCC_CCS {
+        for (cc, _) in xdcc_ccs() {
             let names = tunable_names(cc);
             assert!(names.contains(&"net_mtu") && names.contains(&"window_pacing_pct"));
             assert!(names.len() > 6, "{cc}");

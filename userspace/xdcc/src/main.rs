@@ -112,14 +112,20 @@ enum Cmd {
     /// AMRT's anti-ECN marker: CE on packets that follow at least one MTU's
     /// transmission time of idle link (spare bandwidth). Attach it where
     /// packets appear at their dequeue time: the ingress of the next hop.
+    /// Parameters from the flags, or from a switch profile's [amrt].
     MarkAmrt {
         #[arg(long)]
         iface: String,
-        /// Line rate of the port whose dequeue times the hook sees.
+        /// A switch profile (shipped name or .toml) with an [amrt] section:
+        /// the port's rate, MTU and position (transit or first hop).
+        #[arg(long, conflicts_with_all = ["mtu", "transit"])]
+        profile: Option<String>,
+        /// Line rate of the port whose dequeue times the hook sees (required
+        /// without --profile; with one, it replaces the profile's rate).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=400_000))]
-        rate_mbit: u64,
-        #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u64).range(576..=9216))]
-        mtu: u64,
+        rate_mbit: Option<u64>,
+        #[arg(long, value_parser = clap::value_parser!(u64).range(576..=9216))]
+        mtu: Option<u64>,
         /// ingress (default: the next hop of a shaped port) or egress.
         #[arg(long, default_value = "ingress", value_parser = ["ingress", "egress"])]
         hook: String,
@@ -180,6 +186,9 @@ struct AgentArgs {
 enum CcCmd {
     /// Available, allowed and default congestion controls.
     List,
+    /// The congestion controls xdcc ships: name, module, whether they need
+    /// ECN, paper and tunables (one per line: `name module ecn|no-ecn paper`).
+    Known,
     /// Make NAME the default for new sockets (of a network namespace).
     Set {
         name: String,
@@ -188,7 +197,7 @@ enum CcCmd {
     /// --bpf its BPF struct_ops version bpf_<cc> (stock kernels >= 6.4 with
     /// BTF; stays registered after the command exits).
     Load {
-        /// uno, gemini, oscar or smartt.
+        /// A CC of `xdcc cc known` (uno, gemini, oscar, smartt, amrt).
         cc: String,
         #[arg(long)]
         bpf: bool,
@@ -318,6 +327,23 @@ fn run(cli: Cli) -> Result<()> {
             let text = toml::to_string(&cfg).context("re-encoding the configuration")?;
             AgentConfig::parse(&text).map_err(|e| anyhow::anyhow!("invalid option: {}", e.split_once(": ").map(|x| x.1).unwrap_or(&e)))?;
             tokio_rt()?.block_on(agent::run(cfg))
+        }
+        Cmd::Cc(CcCmd::Known) => {
+            if json {
+                let v: Vec<_> = xdcc_algo::CCS
+                    .iter()
+                    .map(|c| {
+                        serde_json::json!({"name": c.name, "module": c.module, "needs_ecn": c.needs_ecn,
+                            "paper": c.paper, "tunables": c.tunables, "info_fields": c.info_fields})
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                for c in xdcc_algo::CCS.iter() {
+                    println!("{} {} {} {}", c.name, c.module, if c.needs_ecn { "ecn" } else { "no-ecn" }, c.paper);
+                }
+            }
+            Ok(())
         }
         Cmd::Cc(CcCmd::List) => {
             let l = kernel::cc_list()?;
@@ -458,7 +484,22 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Switch(c) => switch_cmd(c),
-        Cmd::MarkAmrt { iface, rate_mbit, mtu, hook, transit, duration } => {
+        Cmd::MarkAmrt { iface, profile, rate_mbit, mtu, hook, transit, duration } => {
+            let (rate_mbit, mtu, transit) = if let Some(name) = profile {
+                let mut p = xdcc_switch::Profile::load(&name)?;
+                if let Some(r) = rate_mbit {
+                    p = p.with_rate(r)?;
+                }
+                let Some(a) = &p.amrt else {
+                    bail!("switch profile {name} has no [amrt] section");
+                };
+                (p.port.rate_mbit, p.port.mtu, a.transit)
+            } else {
+                let Some(rate_mbit) = rate_mbit else {
+                    bail!("give --rate-mbit (the port's line rate) or --profile");
+                };
+                (rate_mbit, mtu.unwrap_or(1500), transit)
+            };
             tokio_rt()?.block_on(mark_amrt(&iface, rate_mbit, mtu, &hook, transit, duration))
         }
         Cmd::MarkPhantom { iface, profile, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, duration } => {
@@ -536,6 +577,12 @@ fn switch_cmd(c: SwitchCmd) -> Result<()> {
                     ph.drain_pct
                 );
             }
+            if let Some(a) = &p.amrt {
+                println!(
+                    "amrt: anti-ECN marking ({}; eBPF on the next hop's ingress: xdcc mark-amrt --profile {profile} --iface <next hop's interface>)",
+                    if a.transit { "transit: CE = CE AND spare" } else { "first hop: CE = spare" }
+                );
+            }
             for cmd in p.render(&iface) {
                 println!("tc {}", cmd.join(" "));
             }
@@ -547,6 +594,11 @@ fn switch_cmd(c: SwitchCmd) -> Result<()> {
             }
             if p.phantom.is_some() {
                 println!("(its phantom queue is an eBPF marker: run `xdcc mark-phantom --profile {profile} --iface {iface}` beside it)");
+            }
+            if p.amrt.is_some() {
+                println!(
+                    "(its anti-ECN marking is an eBPF marker on the next hop: run `xdcc mark-amrt --profile {profile} --iface <next hop's interface>` there)"
+                );
             }
         }
         SwitchCmd::Revert { iface } => {
