@@ -49,7 +49,7 @@ if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
 fi
 
 if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
-    echo "[test] kernel modules and the xdcc CLI in the VM (tcp_uno, tcp_gemini, tcp_oscar, tcp_smartt)" >&2
+    echo "[test] kernel modules and the xdcc CLI in the VM (every CC of xdcc cc known: tcp_<cc>)" >&2
     testbed/kernel/build.sh >/dev/null
     testbed/vm/run.sh --timeout 900 testbed/vm/tests/kmods.sh
     echo "[test] switch profiles (RED, step marking, netem) in the VM" >&2

@@ -12,7 +12,15 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 ccs=("$@")
-((${#ccs[@]})) || mapfile -t ccs < <(sed -n 's/^ *cc_spec!(\([a-z]*\)::.*/\1/p' "$root/kmods/algo/src/lib.rs")
+# (No process substitution: the guest has no /dev/fd.)
+# shellcheck disable=SC2207
+((${#ccs[@]})) || ccs=($(sed -n 's/^ *cc_spec!(\([a-z]*\)::.*/\1/p' "$root/kmods/algo/src/lib.rs"))
+if ((${#ccs[@]} == 0)); then
+    echo "FAIL: no CC list (cc_spec! lines in kmods/algo/src/lib.rs)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+echo "CCs under test: ${ccs[*]}"
 
 pass=0
 fail=0
