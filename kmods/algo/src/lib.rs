@@ -203,7 +203,7 @@ mod window;
 pub use params::{NetConfig, ParamError};
 pub use window::Window;
 
-/// What the rest of xdcc (kernel modules, BPF backend, agent, simulator,
+/// What the rest of xdcc (kernel modules, BPF backend, agent, VM tests,
 /// testbed runner) needs to know about one congestion control. [`CCS`] is the
 /// one list of them; code that needs the algorithm's *types* dispatches on
 /// the name with [`with_cc!`].
