@@ -42,7 +42,8 @@ ip -n $b link set v1 up
 ip netns exec $b iperf3 -s -D -p 5399
 sleep 0.5
 
-for c in uno gemini oscar smartt; do
+known=$("$X" cc known | awk '{print $1}')
+for c in $known; do
     if ! grep -qw "bpf_$c" /proc/sys/net/ipv4/tcp_available_congestion_control; then
         "$X" cc load $c --bpf >/dev/null
         loaded+=("$c")
@@ -52,7 +53,8 @@ done
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; } # user nice system irq softirq
 hz=$(getconf CLK_TCK)
 declare -A gbps cpu_gb snd_pct
-ccs=(cubic bbr bpf_uno bpf_gemini bpf_oscar bpf_smartt)
+# shellcheck disable=SC2207
+ccs=(cubic bbr $(for c in $known; do echo "bpf_$c"; done))
 for cc in "${ccs[@]}"; do
     # The receiver runs the same CC where a namespace may select it (only
     # TCP_CONG_NON_RESTRICTED CCs, i.e. the BPF ones and the host's

@@ -23,7 +23,8 @@ count() {
 }
 base=$(count noop)
 printf '%-8s %12s %16s\n' algorithm "ns/ACK" "instructions/ACK"
-for cc in uno gemini oscar smartt; do
+cargo build --release -q -p xdcc
+for cc in $(./target/release/xdcc cc known | awk '{print $1}'); do
     ir=$(count "$cc")
     ns=$(python3 -c "import json;d=json.load(open('target/criterion/per_ack/$cc/new/estimates.json'));print('%.1f'%(d['mean']['point_estimate']/4096))")
     printf '%-8s %12s %16s\n' "$cc" "$ns" "$(( (ir - base) / n ))"

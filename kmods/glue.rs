@@ -123,6 +123,7 @@ impl Sk {
                 _pad: 0,
                 idle_jiffies: now_jiffies.wrapping_sub((*tp).lsndtime),
                 rto_jiffies: (*icsk).icsk_rto,
+                snd_cwnd: (*tp).snd_cwnd,
             }
         }
     }
@@ -147,7 +148,9 @@ impl Sk {
         // SAFETY: the socket is locked (invariant); these are the writes the
         // kernel's own CCs make from the same callbacks.
         unsafe {
-            bindings::tcp_snd_cwnd_set(tp, u.cwnd_pkts);
+            if u.cwnd_pkts != 0 {
+                bindings::tcp_snd_cwnd_set(tp, u.cwnd_pkts);
+            }
             if u.ssthresh_pkts != 0 {
                 (*tp).snd_ssthresh = u.ssthresh_pkts;
             }

@@ -135,13 +135,15 @@ def parse_port(spec):
     return ns, dev
 
 
-def one_run(s, t, cc, label, out, idx, total):
-    run_id = cc + (f"-{label}" if label else "")
+def one_run(s, t, name, label, out, idx, total):
+    """One run of `ccs` entry `name` (a CC or a [variants] entry)."""
+    run_id = name + (f"-{label}" if label else "")
     work = os.path.join(out, "raw", run_id + ".profiles")
     os.makedirs(work, exist_ok=True)
-    if cc in s["profiles"]:
+    cc, profile, tunables = scen.resolve(s, name)
+    if profile:
         # A CC's own switch profile is used as shipped: no step-K override.
-        t = topology.merge(t, {"dc": {"switch_profile": s["profiles"][cc], "k_pkts": 0}})
+        t = topology.merge(t, {"dc": {"switch_profile": profile, "k_pkts": 0}})
     global _built
     if _built and _built[0] == t:
         # Same network as the last run: keep it (building costs ~1 min of
@@ -155,7 +157,7 @@ def one_run(s, t, cc, label, out, idx, total):
     else:
         applied = topology.build(t, work, XDCC, log)
         _built = (t, applied, work)
-    cc_info = load_cc(cc, t, s["tunables"].get(cc, {}))
+    cc_info = load_cc(cc, t, tunables)
     for h in topology.hosts(t):
         netns.sysctl(h, "net.ipv4.tcp_congestion_control", cc)
         netns.sysctl(h, "net.ipv4.tcp_no_metrics_save", 1)
@@ -262,7 +264,7 @@ def one_run(s, t, cc, label, out, idx, total):
         topology.teardown()
         _built = None
     raw = {
-        "scenario": s["name"], "cc": cc, "label": label, "run_id": run_id, "started": wall0,
+        "scenario": s["name"], "cc": name, "kernel_cc": cc, "label": label, "run_id": run_id, "started": wall0,
         "duration_s": dur, "sample_ms": s["sample_ms"], "ipv6": v6,
         "topology": t, "inter_rtt_us": topology.inter_rtt_us(t), "ports": applied,
         "bottleneck": s["bottleneck"], "monitor": s["monitor"],

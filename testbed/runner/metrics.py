@@ -72,6 +72,33 @@ def steady_window(flows, duration):
     return a + (b - a) / 2, b
 
 
+def phases(raw):
+    """Per-port utilization and queue in each phase of the run: the periods
+    between consecutive long-flow starts and stops (phases shorter than 1 s
+    are skipped), each measured over its second half like the steady window.
+    For experiments whose claim is per phase (amrt-icpp20 Fig. 1/2: flows
+    joining or finishing)."""
+    dur = raw["duration_s"]
+    longs = [f for f in raw["flows"] if f["kind"] == "long"]
+    cuts = sorted({0.0, float(dur)} | {float(min(max(x, 0), dur)) for f in longs for x in (f["start_s"], f["stop_s"])})
+    out = []
+    for a, b in zip(cuts, cuts[1:]):
+        if b - a < 1:
+            continue
+        t_a = a + (b - a) / 2
+        active = [f["id"] for f in longs if f["start_s"] <= a and f["stop_s"] >= b]
+        ports = {}
+        for port, q in raw["queues"].items():
+            rate = raw["port_rates_mbit"].get(port) or 0
+            qs = [x for x in q if t_a <= x[0] <= b]
+            if len(qs) >= 2 and rate and qs[-1][0] > qs[0][0]:
+                ports[port] = {"util": (qs[-1][3] - qs[0][3]) * 8 / ((qs[-1][0] - qs[0][0]) * rate * 1e6),
+                               "queue_mean_kb": mean(x[1] / 1000 for x in qs),
+                               "queue_p99_kb": percentile([x[1] / 1000 for x in qs], 99)}
+        out.append({"from_s": a, "to_s": b, "flows": active, "ports": ports})
+    return out
+
+
 def convergence_s(jain_series, t_from, bin_s=BIN_S, thresh=CONVERGED_JAIN):
     """Seconds after t_from until Jain stays >= thresh to the end; None if never."""
     pts = [(t, j) for t, j in jain_series if t >= t_from and j is not None]
@@ -164,6 +191,7 @@ def analyze(raw):
         "retransmits": retx,
         "intra": by_class["intra"], "inter": by_class["inter"], "inter_intra_ratio": ratio,
         "flow_mbps": {str(i): v / 1e6 for i, v in mean_rate.items()},
+        "phases": phases(raw),
         "flow_rtt_ms": {str(i): v for i, v in rtts.items()},
         "fct": fct_table(raw.get("fct", [])),
         "fct_count": len(raw.get("fct", [])),

@@ -148,6 +148,22 @@ def plot_compare(ms, outdir, name):
         plt.close(fig)
 
 
+def phase_rows(ms):
+    """(cc, point, phase, flows, port, util%, queue mean kB, p99 kB) rows
+    for runs with more than one phase (flows joining or leaving)."""
+    rows = []
+    for m in ms:
+        ph = m.get("phases") or []
+        if len(ph) < 2:
+            continue
+        for p in ph:
+            for port, v in sorted(p["ports"].items()):
+                rows.append([m["cc"], m["label"] or "-", f"{p['from_s']:g}-{p['to_s']:g} s",
+                             ",".join(str(i) for i in p["flows"]) or "-", port,
+                             fmt(v["util"], 1, pct=True), fmt(v["queue_mean_kb"], 1), fmt(v["queue_p99_kb"], 1)])
+    return rows
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip(), file=sys.stderr)
@@ -209,6 +225,12 @@ def main():
            f"period when all long flows run; Jain over {metrics.BIN_S} s bins, converged when it "
            f"stays >= {metrics.CONVERGED_JAIN}. `cpu%` is the guest's CPU use during the run: near 100 "
            f"the emulation itself limits the result.", "", table(ms, markdown=True), ""]
+    pr = phase_rows(ms)
+    if pr:
+        md += ["## Phases", "", "Each period between long-flow starts and stops, measured over its second half.", "",
+               "| cc | point | phase | flows | port | util% | q_mean_kB | q_p99_kB |", "|---|---|---|---|---|---|---|---|"]
+        md += ["| " + " | ".join(r) + " |" for r in pr]
+        md += [""]
     fr = fct_rows(ms)
     if fr:
         md += ["## Flow completion times", "",
@@ -227,6 +249,11 @@ def main():
     with open(os.path.join(out, "report.md"), "w") as fh:
         fh.write("\n".join(md) + "\n")
     print(table(ms))
+    if pr:
+        print()
+        print("cc            point  phase        flows    port            util%  q_mean_kB  q_p99_kB")
+        for r in pr:
+            print(f"{r[0]:<13} {r[1]:<6} {r[2]:<12} {r[3]:<8} {r[4]:<15} {r[5]:>5} {r[6]:>10} {r[7]:>9}")
     if fr:
         print()
         print("cc       point  traffic   class  size        n    mean_ms    p99_ms")

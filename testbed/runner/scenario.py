@@ -28,8 +28,9 @@ KERNEL_CCS = ("cubic", "dctcp", "bbr", "reno", "vegas")
 KNOWN = {
     "description": str, "paper": str, "topology": str, "ccs": list, "duration_s": int,
     "sample_ms": int, "ipv6": bool, "net": dict, "bottleneck": str, "monitor": list, "profiles": dict,
-    "tunables": dict, "sweep": dict, "long": list, "incast": list, "workload": dict,
+    "tunables": dict, "variants": dict, "sweep": dict, "long": list, "incast": list, "workload": dict,
 }
+VARIANT_KEYS = {"cc": str, "tunables": dict, "profile": str, "description": str}
 WORKLOAD_KEYS = {"load": float, "hosts": list, "intra_cdf": str, "inter_cdf": str,
                  "inter_fraction": float, "intra_scale": float, "inter_scale": float, "seed": int,
                  "start_s": int, "stop_s": int}
@@ -79,15 +80,30 @@ def normalize(s, ccs, duration_s):
     s.setdefault("monitor", [])
     s.setdefault("profiles", {})
     s.setdefault("tunables", {})
+    s.setdefault("variants", {})
     s.setdefault("long", [])
     s.setdefault("incast", [])
     if ccs:
         s["ccs"] = ccs
     if duration_s:
         s["duration_s"] = duration_s
+    for name, v in s["variants"].items():
+        where = f"[variants.{name}]"
+        if name in XDCC_CCS + KERNEL_CCS:
+            raise ScenarioError(f"{where}: a variant needs its own name, not a CC's")
+        if not isinstance(v, dict) or set(v) - set(VARIANT_KEYS) or "cc" not in v:
+            raise ScenarioError(f"{where}: needs cc = \"<xdcc CC>\" and may set {', '.join(sorted(VARIANT_KEYS))}")
+        for k, ty in VARIANT_KEYS.items():
+            if k in v and not isinstance(v[k], ty):
+                raise ScenarioError(f"{where}: '{k}' must be a {ty.__name__}")
+        if v["cc"] not in XDCC_CCS:
+            raise ScenarioError(f"{where}: cc = '{v['cc']}' is not an xdcc CC ({', '.join(XDCC_CCS)})")
+        if "profile" in v:
+            topology.profile_path(v["profile"])
     for cc in s["ccs"]:
-        if cc not in XDCC_CCS + KERNEL_CCS:
-            raise ScenarioError(f"unknown CC '{cc}' (xdcc: {', '.join(XDCC_CCS)}; kernel: {', '.join(KERNEL_CCS)})")
+        if cc not in XDCC_CCS + KERNEL_CCS + tuple(s["variants"]):
+            raise ScenarioError(f"unknown CC '{cc}' (xdcc: {', '.join(XDCC_CCS)}; kernel: {', '.join(KERNEL_CCS)}"
+                                + (f"; variants: {', '.join(s['variants'])}" if s["variants"] else "") + ")")
     if not 1 <= s["duration_s"] <= 3600:
         raise ScenarioError(f"duration_s = {s['duration_s']} is out of range [1, 3600]")
     if not 20 <= s["sample_ms"] <= 10_000:
@@ -114,6 +130,17 @@ def normalize(s, ccs, duration_s):
         if cc not in XDCC_CCS or not isinstance(kv, dict):
             raise ScenarioError(f"[tunables.{cc}]: tunables exist for {', '.join(XDCC_CCS)} only")
     return s
+
+
+def resolve(s, name):
+    """(kernel CC, switch profile or None, tunables) of one `ccs` entry: a
+    CC, or a [variants] entry = a CC with its own tunables (on top of the
+    CC's [tunables]) and optionally its own switch profile (else the CC's)."""
+    v = s["variants"].get(name)
+    if v is None:
+        return name, s["profiles"].get(name), dict(s["tunables"].get(name, {}))
+    cc = v["cc"]
+    return cc, v.get("profile", s["profiles"].get(cc)), dict(s["tunables"].get(cc, {}), **v.get("tunables", {}))
 
 
 def sweep_values(s):

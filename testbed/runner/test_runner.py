@@ -59,6 +59,18 @@ class Metrics(unittest.TestCase):
         self.assertIsNone(m["convergence_s"])  # never fair
         self.assertAlmostEqual(m["utilization"], 0.5, places=2)
 
+    def test_phases(self):
+        """A flow joining at 4 s: two phases, each port's utilization from
+        its own second half (50 Mbit/s then 100 Mbit/s on a 100 Mbit/s port)."""
+        raw = raw_run([50, 50], dur=10)
+        raw["flows"][1]["start_s"] = 4
+        sent = lambda t: 50e6 / 8 * t if t < 4 else 50e6 / 8 * 4 + 100e6 / 8 * (t - 4)
+        raw["queues"]["dc1sw:h1"] = [[k / 10, 3000, 2, int(sent(k / 10)), 0] for k in range(101)]
+        ph = metrics.phases(raw)
+        self.assertEqual([(p["from_s"], p["to_s"], p["flows"]) for p in ph], [(0, 4, [0]), (4, 10, [0, 1])])
+        self.assertAlmostEqual(ph[0]["ports"]["dc1sw:h1"]["util"], 0.5, places=2)
+        self.assertAlmostEqual(ph[1]["ports"]["dc1sw:h1"]["util"], 1.0, places=2)
+
     def test_convergence(self):
         series = [(t * 0.5, 0.5 if t < 6 else 0.97) for t in range(20)]
         self.assertAlmostEqual(metrics.convergence_s(series, 0.0), 3.0)
@@ -137,6 +149,11 @@ class Scenarios(unittest.TestCase):
         self.bad(base + "[sweep]\nkey = \"workload.load\"\nvalues = [0.4]\n", "no such \\[workload\\]")
         self.bad(base + "duration_s = 0\n", "duration_s = 0")
         self.bad(base + "ccs = [\n", "")  # TOML syntax error: still a ScenarioError
+        self.bad(base + 'ccs = ["v"]\n[variants.v]\ncc = "cubic"\n', "not an xdcc CC")
+        self.bad(base + 'ccs = ["v"]\n[variants.v]\ntunables = {}\n', "needs cc =")
+        self.bad(base + 'ccs = ["v"]\n[variants.v]\ncc = "amrt"\nprofile = "nope"\n', "no switch profile 'nope'")
+        self.bad(base + '[variants.uno]\ncc = "uno"\n', "its own name")
+        self.bad(base + 'ccs = ["w"]\n[variants.v]\ncc = "amrt"\n', "unknown CC 'w'.*variants: v")
 
 
 def read(path):
@@ -187,6 +204,32 @@ class Topology(unittest.TestCase):
             self.assertNotIn("size_pkts_per_gbps", text)
             self.assertTrue(topology.has_phantom(p))
             self.assertFalse(topology.has_phantom(topology.derive_profile("dc-uno", d, "v", 50)))
+
+    def test_amrt_markers(self):
+        """A dc-amrt topology: every link direction whose sending queue is an
+        AMRT port (or a host NIC) has one marker on the receiving interface's
+        ingress, at that queue's rate; other ports have none."""
+        t = topology.merge(topology.DEFAULTS, {"hosts_per_dc": 2, "dc": {"switch_profile": "dc-amrt"}})
+        with tempfile.TemporaryDirectory() as d:
+            paths = {(ns, dev): topology.derive_profile(prof, d, f"{ns}-{dev}", rate, delay)
+                     for ns, dev, prof, rate, delay in topology.ports(t)}
+            m = topology.markers(t, paths)
+            where = {(ns, dev): argv for ns, dev, argv, _ in m}
+            self.assertEqual(len(where), len(m), "two markers on one ingress")
+            for dc in (1, 2):
+                for i in (1, 2):
+                    # host NIC -> switch: first hop (CE = spare), DC rate
+                    self.assertEqual(where[(f"dc{dc}sw", f"h{i}")][-2:], ["--rate-mbit", "100"])
+                    # switch port hI -> host: transit, from the port's profile
+                    self.assertIn(f"rate_mbit = 100", read(where[(f"dc{dc}h{i}", "eth0")][2]))
+                self.assertIn(f"rate_mbit = 400", read(where[(f"dc{dc}br", "dc")][2]))  # from uplink
+                self.assertNotIn((f"dc{dc}sw", "uplink"), where)  # fed by the border's dc-fifo
+                self.assertNotIn((f"dc{dc}br", "wan0"), where)
+            self.assertIn("transit = true", read(where[("dc1h1", "eth0")][2]))
+            gem = topology.merge(t, {"dc": {"switch_profile": "dc-gemini"}})
+            paths = {(ns, dev): topology.derive_profile(prof, d, f"g{ns}-{dev}", rate, delay)
+                     for ns, dev, prof, rate, delay in topology.ports(gem)}
+            self.assertEqual(topology.markers(gem, paths), [])
 
 
 if __name__ == "__main__":

@@ -15,6 +15,16 @@ sets rate, buffer and marking exactly as a real switch would:
     border port wanK      the WAN profile with delay (ratio-1)/2 x intra RTT
 
 so that intra-DC RTT = intra_rtt_us and inter-DC RTT = ratio x intra_rtt_us.
+
+Markers that a profile asks for run as `xdcc` eBPF processes until teardown:
+a [phantom] section starts `xdcc mark-phantom` on the port itself; an [amrt]
+section (amrt-icpp20's anti-ECN marks) starts `xdcc mark-amrt` on the ingress
+of the port's peer, where packets arrive at the port's dequeue times (eq. 2).
+When the DC switch profile has [amrt], the host NICs are AMRT's first hop
+too: a first-hop marker (CE = spare, the sender "starts with spare") on each
+switch port's ingress from its host, at the DC rate, and the ports'
+transit markers AND their verdict into it (eq. 3). Ports without [amrt]
+(the border's dc-fifo and WAN ports) leave CE as it is.
 Addresses: host I of DC D is 10.D.I.2/24 and fd00:D:I::2/64 (switch side .1);
 switch-border 10.D.250.0/24; WAN path K 10.200.K.0/24 (dc1br .1, dc2br .2)
 and the same in fd00::/8. Two WAN paths form an ECMP route that hashes the
@@ -222,6 +232,16 @@ def ports(t):
     return out
 
 
+def peer(t, ns, dev):
+    """The (namespace, interface) at the other end of a port's veth."""
+    d = ns[2]
+    if ns.endswith("sw"):
+        return (host_name(int(d), int(dev[1:])), "eth0") if dev.startswith("h") else (f"dc{d}br", "dc")
+    if dev == "dc":
+        return f"dc{d}sw", "uplink"
+    return f"dc{3 - int(d)}br", dev
+
+
 def link_lines(t):
     """(namespace, ip -batch lines) to create links, addresses and routes."""
     n = t["hosts_per_dc"]
@@ -295,27 +315,43 @@ def build(t, workdir, xdcc_bin, log=print):
     for h in hosts(t):
         netns.run(h, ["tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "delay", f"{half}us",
                       "rate", f"{t['dc']['rate_mbit']}mbit", "limit", str(t["dc"]["host_buffer_pkts"])])
-    applied = []
+    applied, paths = [], {}
     for ns, dev, prof, rate, delay in ports(t):
         k = t["dc"]["k_pkts"] if prof == t["dc"]["switch_profile"] else 0
         path = derive_profile(prof, workdir, f"{ns}-{dev}", rate, delay, t["time_scale"], k)
         netns.run(ns, [xdcc_bin, "switch", "apply", path, dev])
-        phantom = has_phantom(path)
-        if phantom:
-            # Uno's phantom queue: an eBPF marker process per port, until teardown.
-            log_path = os.path.join(workdir, f"phantom-{ns}-{dev}.json")
-            with open(log_path, "w") as out:
-                m = netns.popen(ns, [xdcc_bin, "mark-phantom", "--profile", path, "--iface", dev],
-                                stdout=out, stderr=subprocess.STDOUT)
-            m.log_path = log_path
-            _markers.append(m)
+        paths[(ns, dev)] = path
+        sections = profile_sections(path)
         applied.append({"ns": ns, "dev": dev, "profile": prof, "rate_mbit": rate, "delay_us": delay,
-                        "phantom": phantom})
+                        "phantom": "phantom" in sections, "amrt": "amrt" in sections})
+    for ns, dev, argv, ready in markers(t, paths):
+        start_marker(workdir, ns, dev, [xdcc_bin] + argv, ready)
     wait_markers()
     log(f"[tb] topology: {len(hosts(t))} hosts, {t['wan_paths']} WAN path(s), "
         f"intra RTT {t['dc']['intra_rtt_us']} us, inter RTT {inter_rtt_us(t)} us, "
         f"DC {t['dc']['rate_mbit']} Mbit/s, WAN {t['wan']['rate_mbit']} Mbit/s")
     return applied
+
+
+def markers(t, paths):
+    """The marker processes the ports' profiles ask for: (namespace, iface,
+    xdcc arguments, the line it prints once attached). paths maps each
+    port (ns, dev) of ports(t) to its derived profile file."""
+    out = []
+    for (ns, dev), path in paths.items():
+        sections = profile_sections(path)
+        if "phantom" in sections:
+            # Uno's phantom queue counts the port's own departures.
+            out.append((ns, dev, ["mark-phantom", "--profile", path, "--iface", dev], "phantom queue on"))
+        if "amrt" in sections:
+            pns, pdev = peer(t, ns, dev)
+            out.append((pns, pdev, ["mark-amrt", "--profile", path, "--iface", pdev], "AMRT anti-ECN marking on"))
+    if "amrt" in profile_sections(profile_path(t["dc"]["switch_profile"])):
+        for h in hosts(t):
+            d, i = parse_host(h)
+            out.append((f"dc{d}sw", f"h{i}", ["mark-amrt", "--iface", f"h{i}", "--rate-mbit", str(t["dc"]["rate_mbit"])],
+                        "AMRT anti-ECN marking on"))
+    return out
 
 
 def tc_time(us):
@@ -333,26 +369,40 @@ def ifindex(ns, dev):
         return socket.if_nametoindex(dev)
 
 
-_markers = []  # phantom-queue marker processes of the standing topology
+_markers = []  # marker processes of the standing topology (phantom queues, AMRT)
+
+
+def profile_sections(profile_file):
+    with open(profile_file, "rb") as f:
+        return set(tomllib.load(f))
 
 
 def has_phantom(profile_file):
-    with open(profile_file, "rb") as f:
-        return "phantom" in tomllib.load(f)
+    return "phantom" in profile_sections(profile_file)
+
+
+def start_marker(workdir, ns, dev, argv, ready):
+    """An eBPF marker process in ns; its output (the ready line, then its
+    counters as JSON at exit) goes to workdir/<subcommand>-<ns>-<dev>.log."""
+    log_path = os.path.join(workdir, f"{argv[1]}-{ns}-{dev}.log")
+    with open(log_path, "w") as out:
+        m = netns.popen(ns, argv, stdout=out, stderr=subprocess.STDOUT)
+    m.log_path, m.ready = log_path, ready
+    _markers.append(m)
 
 
 def wait_markers(timeout_s=120):
-    """Until every phantom marker has attached (its first output line)."""
+    """Until every marker has attached (its first output line)."""
     deadline = time.monotonic() + timeout_s
     for m in _markers:
         while True:
             with open(m.log_path) as f:
                 first = f.readline()
-            if first.startswith("phantom queue on"):
+            if first.startswith(m.ready):
                 break
             if m.poll() is not None or time.monotonic() > deadline:
                 with open(m.log_path) as f:
-                    raise RuntimeError(f"phantom marker did not start: {f.read().strip()}")
+                    raise RuntimeError(f"marker {' '.join(m.args[-4:])} did not start: {f.read().strip()}")
             time.sleep(0.2)
 
 

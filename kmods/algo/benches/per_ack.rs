@@ -7,7 +7,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use xdcc_algo::{gemini, oscar, smartt, uno, AckSample, CongestionControl, FlowInit, NetConfig};
+use xdcc_algo::{with_cc, AckSample, CongestionControl, FlowInit, NetConfig, CCS};
 
 #[path = "../examples/ack_loop.rs"]
 #[allow(dead_code)]
@@ -40,10 +40,9 @@ fn bench_cc<C: CongestionControl>(c: &mut Criterion, p: &C::Params, samples: &[A
 fn per_ack(c: &mut Criterion) {
     let net = NetConfig { link_rate_bps: 10_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 2_000_000, mtu: 1500 };
     let s = ack_loop::samples(1 << 20);
-    bench_cc::<uno::Uno>(c, &uno::Params::from_net(&net), &s);
-    bench_cc::<gemini::Gemini>(c, &gemini::Params::from_net(&net), &s);
-    bench_cc::<oscar::Oscar>(c, &oscar::Params::from_net(&net), &s);
-    bench_cc::<smartt::Smartt>(c, &smartt::Params::from_net(&net), &s);
+    for cc in CCS.iter() {
+        with_cc!(cc.name, |C, P| bench_cc::<C>(c, &P::from_net(&net), &s), _ => unreachable!());
+    }
 }
 
 criterion_group! {

@@ -1,11 +1,11 @@
 //! Runs N ACKs through one algorithm: the workload `bench/run.sh` measures
 //! with callgrind (instructions per ACK = difference of two N, divided).
 //!
-//! `cargo run --release -p xdcc-algo --example ack_loop -- <uno|gemini|oscar|smartt> <N>`
+//! `cargo run --release -p xdcc-algo --example ack_loop -- <cc|noop> <N>` (cc: any of `xdcc_algo::CCS`)
 
 use std::hint::black_box;
 
-use xdcc_algo::{gemini, oscar, smartt, uno, AckSample, CongestionControl, FlowInit, NetConfig};
+use xdcc_algo::{AckSample, CongestionControl, FlowInit, NetConfig};
 
 /// A realistic stream: one MTU per ACK at 10 Gbit/s (a packet every 1.2 µs),
 /// base RTT 100 µs plus a queueing delay doing a random walk in [0, 40 µs],
@@ -83,22 +83,20 @@ fn main() {
     let (cc, n) = match (args.get(1), args.get(2).and_then(|s| s.parse::<usize>().ok())) {
         (Some(cc), Some(n)) => (cc.clone(), n),
         _ => {
-            eprintln!("usage: ack_loop <uno|gemini|oscar|smartt|noop> <N>");
+            let names: Vec<&str> = xdcc_algo::CCS.iter().map(|c| c.name).collect();
+            eprintln!("usage: ack_loop <{}|noop> <N>", names.join("|"));
             std::process::exit(2);
         }
     };
     let net = NetConfig { link_rate_bps: 10_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 2_000_000, mtu: 1500 };
     let s = samples(n);
-    let w = match cc.as_str() {
-        "uno" => run::<uno::Uno>(&uno::Params::from_net(&net), &s, n),
-        "gemini" => run::<gemini::Gemini>(&gemini::Params::from_net(&net), &s, n),
-        "oscar" => run::<oscar::Oscar>(&oscar::Params::from_net(&net), &s, n),
-        "smartt" => run::<smartt::Smartt>(&smartt::Params::from_net(&net), &s, n),
-        "noop" => run::<Noop>(&(), &s, n),
-        other => {
-            eprintln!("unknown algorithm {other:?}");
+    let w = if cc == "noop" {
+        run::<Noop>(&(), &s, n)
+    } else {
+        xdcc_algo::with_cc!(cc.as_str(), |C, P| run::<C>(&P::from_net(&net), &s, n), _ => {
+            eprintln!("unknown algorithm {cc:?}");
             std::process::exit(2);
-        }
+        })
     };
     println!("{cc}: {n} ACKs, final cwnd {w}");
 }

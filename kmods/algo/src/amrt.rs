@@ -254,11 +254,12 @@ impl CongestionControl for Amrt {
     /// anti-ECN marks report (pacing at cwnd/srtt would smear them into
     /// sub-packet gaps that eq. 2 cannot see).
     ///
-    /// (An own rate of cwnd / handshake RTT for the first window stalled
-    /// tcp_amrt in the test kernel: after the first window the socket sat
-    /// with data queued, nothing in flight and a 2-minute persist timer,
-    /// i.e. its pacing time stamp minutes ahead. The cause is not found yet;
-    /// the adapter's window pacing does not show it.)
+    /// (This replaced an own rate of cwnd / handshake RTT for the first
+    /// window, which stalled tcp_amrt in the test kernel. The cause was not
+    /// the rate but the adapter answering the SYN's ACK, which reaches
+    /// `cong_control` before `init`: from the zeroed state it set 1 byte/s,
+    /// and the 10th segment's EDT stamp went minutes ahead. The adapter now
+    /// ignores callbacks before `init`, see `linux::Flow`.)
     fn pacing_rate(&self) -> Option<u64> {
         if self.rounds >= 2 {
             Some(super::UNPACED)

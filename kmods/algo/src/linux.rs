@@ -96,6 +96,8 @@ pub struct Sock {
     pub idle_jiffies: u32,
     /// `icsk->icsk_rto`, jiffies.
     pub rto_jiffies: u32,
+    /// `tp->snd_cwnd`, packets (what callbacks before `init` leave as is).
+    pub snd_cwnd: u32,
 }
 
 /// The kernel's `struct rate_sample` fields the adapter uses.
@@ -122,7 +124,8 @@ pub struct RateSample {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Update {
-    /// New `snd_cwnd`, packets (≥ 2, ≤ the clamp).
+    /// New `snd_cwnd`, packets (≥ 2, ≤ the clamp); 0 = leave it (only
+    /// before `init`, see [`Flow`]).
     pub cwnd_pkts: u32,
     /// New `snd_ssthresh`, packets; 0 = leave it.
     pub ssthresh_pkts: u32,
@@ -247,8 +250,9 @@ pub struct LinkState {
     prior_rcv_nxt: u32,
     /// Receiver: CE state of the last data packet (0/1).
     ce_state: u8,
-    /// ECN was negotiated (refreshed on every ACK).
-    ecn_ok: u8,
+    /// `ECN_OK`: ECN was negotiated (refreshed on every ACK); `LIVE`:
+    /// written by `init` (a zeroed area is a flow not yet initialised).
+    flags: u8,
     /// Number of loss episodes (`CA_EVENT_LOSS`) and fast recoveries seen,
     /// saturating at 255: for `get_info` and the tests.
     rtos: u8,
@@ -256,6 +260,18 @@ pub struct LinkState {
 }
 
 /// Everything an xdcc CC keeps in the socket's private CC area.
+///
+/// The stack can call a CC before its `init`: on the active side, the ACK
+/// of the SYN goes through `tcp_ack()` → `cong_control` in
+/// `tcp_rcv_synsent_state_process()`, and only then does
+/// `tcp_finish_connect()` → `tcp_init_transfer()` call `init`. The private
+/// area is zeroed when the CC is assigned, so such a call sees an all-zero
+/// `Flow` (valid: integers and bools). It must change nothing: a window or
+/// pacing rate computed from zeroed state outlives `init` (`init` does not
+/// rewrite `sk_pacing_rate`; a 1 byte/s rate set there pushed the socket's
+/// EDT stamp minutes ahead after the 10th segment and stalled it). Every
+/// callback therefore checks `LinkState`'s `LIVE` flag, which only
+/// [`Flow::new`] sets.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Flow<A> {
@@ -298,13 +314,22 @@ impl<A: CongestionControl> Flow<A> {
             mss: mss_of(s),
             rtt_hint_ns: sat_u32(ns_of_us((s.srtt_us8 >> 3) as u64)),
         };
-        Flow { algo: A::new(p, &init), link: LinkState { ecn_ok: s.ecn_ok, ..LinkState::default() } }
+        let flags = LinkState::LIVE | if s.ecn_ok != 0 { LinkState::ECN_OK } else { 0 };
+        Flow { algo: A::new(p, &init), link: LinkState { flags, ..LinkState::default() } }
+    }
+
+    /// Whether `init` has run (see [`Flow`]: callbacks before it are no-ops).
+    pub fn is_live(&self) -> bool {
+        self.link.flags & LinkState::LIVE != 0
     }
 
     /// `cong_control`: one ACK.
     pub fn on_ack(&mut self, p: &A::Params, pacing: &Pacing, s: &Sock, rs: &RateSample) -> Update {
+        if !self.is_live() {
+            return Update::default();
+        }
         let sample = ack_sample(s, rs);
-        self.link.ecn_ok = s.ecn_ok;
+        self.link.set_ecn_ok(s.ecn_ok != 0);
         if sample.acked_bytes != 0 || sample.rtt_ns != 0 {
             let before = self.algo.cwnd();
             self.algo.on_ack(p, &sample);
@@ -321,6 +346,9 @@ impl<A: CongestionControl> Flow<A> {
     /// `set_state`: `new_state` is being entered; `s.ca_state` is the state
     /// being left. Returns the new window when the algorithm reacted.
     pub fn on_set_state(&mut self, p: &A::Params, pacing: &Pacing, s: &Sock, new_state: u8) -> Option<Update> {
+        if !self.is_live() {
+            return None;
+        }
         if new_state == TCP_CA_RECOVERY && s.ca_state != TCP_CA_RECOVERY {
             self.link.recoveries = self.link.recoveries.saturating_add(1);
             self.algo.on_event(p, Event::Loss { bytes: mss_of(s) }, ns_of_us(s.now_us));
@@ -332,6 +360,9 @@ impl<A: CongestionControl> Flow<A> {
     /// `cwnd_event` on the sender side: returns the new window when the
     /// algorithm reacted. CE events go to [`Flow::on_ce_event`].
     pub fn on_cwnd_event(&mut self, p: &A::Params, pacing: &Pacing, s: &Sock, ev: u32) -> Option<Update> {
+        if !self.is_live() {
+            return None;
+        }
         let now = ns_of_us(s.now_us);
         match ev {
             CA_EVENT_LOSS => {
@@ -353,6 +384,9 @@ impl<A: CongestionControl> Flow<A> {
     /// receiver: `rcv_nxt` is `tp->rcv_nxt`, `delayed_ack_pending` whether
     /// `icsk_ack.pending` has `ICSK_ACK_TIMER` set.
     pub fn on_ce_event(&mut self, ev: u32, rcv_nxt: u32, delayed_ack_pending: bool) -> Option<CeEcho> {
+        if !self.is_live() {
+            return None;
+        }
         let ce = match ev {
             CA_EVENT_ECN_IS_CE => 1u8,
             CA_EVENT_ECN_NO_CE => 0u8,
@@ -376,6 +410,10 @@ impl<A: CongestionControl> Flow<A> {
     /// window is the algorithm's (`cong_control`); report its threshold so
     /// `tcp_in_slow_start()` agrees with it.
     pub fn ssthresh_pkts(&self, s: &Sock) -> u32 {
+        if !self.is_live() {
+            // Not running yet: Reno's rule on the stack's own window.
+            return core::cmp::max(s.snd_cwnd / 2, 2);
+        }
         let th = self.algo.ssthresh();
         if th == u32::MAX || th == 0 {
             core::cmp::max(self.cwnd_pkts(s), 2)
@@ -386,6 +424,9 @@ impl<A: CongestionControl> Flow<A> {
 
     /// `undo_cwnd`: the last loss reaction was spurious.
     pub fn undo_cwnd_pkts(&mut self, s: &Sock) -> u32 {
+        if !self.is_live() {
+            return core::cmp::max(s.snd_cwnd, 2);
+        }
         self.algo.undo();
         self.cwnd_pkts(s)
     }
@@ -405,7 +446,7 @@ impl<A: CongestionControl> Flow<A> {
     pub fn info(&self) -> CcInfo {
         CcInfo {
             version: CcInfo::VERSION,
-            flags: (self.link.ecn_ok != 0) as u8 | (self.link.ce_state != 0) as u8 * CcInfo::CE_STATE,
+            flags: self.link.ecn_ok() as u8 | (self.link.ce_state != 0) as u8 * CcInfo::CE_STATE,
             rtos: self.link.rtos,
             recoveries: self.link.recoveries,
             values: self.algo.info(),
@@ -515,8 +556,14 @@ pub fn ack_sample(s: &Sock, rs: &RateSample) -> AckSample {
 }
 
 impl LinkState {
+    const ECN_OK: u8 = 1;
+    const LIVE: u8 = 2;
+
     pub fn ecn_ok(&self) -> bool {
-        self.ecn_ok != 0
+        self.flags & Self::ECN_OK != 0
+    }
+    fn set_ecn_ok(&mut self, on: bool) {
+        self.flags = if on { self.flags | Self::ECN_OK } else { self.flags & !Self::ECN_OK };
     }
     pub fn rtos(&self) -> u8 {
         self.rtos

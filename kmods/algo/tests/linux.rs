@@ -23,6 +23,7 @@ fn sock(now_us: u64) -> Sock {
         _pad: 0,
         idle_jiffies: 0,
         rto_jiffies: 50,
+        snd_cwnd: 10,
     }
 }
 
@@ -332,4 +333,36 @@ fn cc_list_and_type_dispatch_agree() {
     assert!(cc_spec("cubic").is_none());
     assert!(!needs_ecn("oscar") && needs_ecn("amrt"));
     assert_eq!(with_cc!("cubic", |C, P| 1, _ => 0), 0);
+}
+
+/// The stack calls `cong_control` for the SYN's ACK before `init` (active
+/// open), on the zeroed private area: nothing may be written back — a window
+/// or pacing rate computed from zeroed state survives `init` (a 1 byte/s
+/// rate stalled tcp_amrt after its first 10 segments).
+fn callbacks_before_init_change_nothing<A: CongestionControl + Copy + PartialEq + core::fmt::Debug>(p: &A::Params) {
+    // SAFETY: `Flow<A>` is plain integers and bools, for which all-zero is
+    // valid; it is what the kernel hands a CC before `init`.
+    let zeroed: Flow<A> = unsafe { core::mem::zeroed() };
+    let mut f = zeroed;
+    let s = sock(1_000_000);
+    assert!(!f.is_live());
+    assert_eq!(f.on_ack(p, &Pacing::DEFAULT, &s, &ack(1_000_000, 200, true)), Update::default());
+    assert_eq!(f.on_set_state(p, &Pacing::DEFAULT, &s, TCP_CA_RECOVERY), None);
+    assert_eq!(f.on_cwnd_event(p, &Pacing::DEFAULT, &s, CA_EVENT_LOSS), None);
+    assert_eq!(f.on_ce_event(CA_EVENT_ECN_IS_CE, 1000, false), None);
+    assert_eq!(f.ssthresh_pkts(&s), s.snd_cwnd / 2, "Reno's threshold on the stack's window");
+    assert_eq!(f.undo_cwnd_pkts(&s), s.snd_cwnd, "the stack's window, unchanged");
+    assert_eq!(f, zeroed, "state written before init");
+    let mut f = Flow::<A>::new(p, &s);
+    assert!(f.is_live());
+    let u = f.on_ack(p, &Pacing::DEFAULT, &s, &ack(1_000_000, 200, false));
+    assert!(u.cwnd_pkts >= 2, "after init every ACK sets the window: {u:?}");
+}
+
+#[test]
+fn callbacks_before_init_are_no_ops_for_every_cc() {
+    use xdcc_algo::{with_cc, CCS};
+    for c in CCS.iter() {
+        with_cc!(c.name, |C, P| callbacks_before_init_change_nothing::<C>(&P::from_net(&NET)), _ => unreachable!());
+    }
 }
