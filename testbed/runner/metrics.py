@@ -72,6 +72,18 @@ def steady_window(flows, duration):
     return a + (b - a) / 2, b
 
 
+def flow_samples(raw, fid):
+    """A flow's samples up to where its cumulative byte counter falls: after
+    the connection closes, a late sampler can match another socket on the
+    same ports (iperf3's control connection, a new one), whose counter
+    starts from 0 and would read as a negative rate."""
+    s = raw["samples"].get(str(fid), [])
+    for k in range(1, len(s)):
+        if s[k][1] < s[k - 1][1]:
+            return s[:k]
+    return s
+
+
 def phases(raw):
     """Per-port utilization and queue in each phase of the run: the periods
     between consecutive long-flow starts and stops (phases shorter than 1 s
@@ -143,10 +155,12 @@ def analyze(raw):
     t_a, t_b = steady_window(flows, dur)
     series, mean_rate, rtts = {}, {}, {}
     for f in flows:
-        s = raw["samples"].get(str(f["id"]), [])
+        s = flow_samples(raw, f["id"])
         series[f["id"]] = rate_series(s, dur)
-        if t_b > t_a and s:
-            mean_rate[f["id"]] = (interp(s, t_b) - interp(s, t_a)) * 8 / (t_b - t_a)
+        # (To the last sample if the flow's samples end early.)
+        t_end = min(t_b, s[-1][0]) if s else t_b
+        if t_end > t_a and s:
+            mean_rate[f["id"]] = (interp(s, t_end) - interp(s, t_a)) * 8 / (t_end - t_a)
         rr = [x[3] / 1000.0 for x in s if t_a <= x[0] <= t_b and x[3] > 0]
         rtts[f["id"]] = percentile(rr, 50)
     # Jain over time: flows active for the whole bin.
@@ -175,7 +189,7 @@ def analyze(raw):
                          "rtt_ms": mean(rtts[i] for i in ids if rtts.get(i) is not None)
                          if any(rtts.get(i) is not None for i in ids) else None}
     drops = {p: (v[-1][4] - v[0][4]) if len(v) >= 2 else 0 for p, v in raw["queues"].items()}
-    retx = sum(max((x[4] for x in raw["samples"].get(str(f["id"]), [])), default=0) for f in longs)
+    retx = sum(max((x[4] for x in flow_samples(raw, f["id"])), default=0) for f in longs)
     ratio = None
     if by_class["inter"]["per_flow_mbps"] and by_class["intra"]["per_flow_mbps"]:
         ratio = by_class["inter"]["per_flow_mbps"] / by_class["intra"]["per_flow_mbps"]
@@ -202,6 +216,6 @@ def analyze(raw):
         "sample_gap_max_ms": (raw.get("sample_gaps_ms") or {}).get("max"),
     }
     ts = {"rates": series, "jain": jain_series, "queue": q,
-          "rtt": {f["id"]: [(x[0], x[3] / 1000.0) for x in raw["samples"].get(str(f["id"]), [])] for f in flows},
-          "cwnd": {f["id"]: [(x[0], x[2]) for x in raw["samples"].get(str(f["id"]), [])] for f in flows}}
+          "rtt": {f["id"]: [(x[0], x[3] / 1000.0) for x in flow_samples(raw, f["id"])] for f in flows},
+          "cwnd": {f["id"]: [(x[0], x[2]) for x in flow_samples(raw, f["id"])] for f in flows}}
     return m, ts

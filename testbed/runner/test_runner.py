@@ -59,6 +59,14 @@ class Metrics(unittest.TestCase):
         self.assertIsNone(m["convergence_s"])  # never fair
         self.assertAlmostEqual(m["utilization"], 0.5, places=2)
 
+    def test_late_sample_of_another_socket(self):
+        """A sample after the flow closed that matched another socket (its
+        counter restarts) must not read as a negative rate."""
+        raw = raw_run([50, 50], dur=10)
+        raw["samples"]["0"] = [x for x in raw["samples"]["0"] if x[0] < 9.5] + [[10.3, 188, 1, 1, 0, 0, 0, "x"]]
+        m, _ = metrics.analyze(raw)
+        self.assertAlmostEqual(m["flow_mbps"]["0"], 50, delta=1)
+
     def test_phases(self):
         """A flow joining at 4 s: two phases, each port's utilization from
         its own second half (50 Mbit/s then 100 Mbit/s on a 100 Mbit/s port)."""

@@ -20,15 +20,6 @@ if ((${#ccs[@]} == 0)); then
     echo "0 passed, 1 failed"
     exit 1
 fi
-# tcp_amrt is left out of the default run until its stall is fixed: after
-# its runs a socket keeps the module busy for more than 60 s (rmmod fails;
-# see issue 11's note: a pacing time stamp minutes ahead). Run it by name:
-# `run.sh testbed/vm/tests/kmods.sh amrt` (27 of 29 checks pass).
-if (($# == 0)); then
-    ccs=("${ccs[@]/amrt}")
-    read -ra ccs <<<"${ccs[*]}"
-    echo "NOT TESTED by default: tcp_amrt (known failure: module stays in use after its runs; run it by name)"
-fi
 echo "CCs under test: ${ccs[*]}"
 
 pass=0
@@ -211,8 +202,8 @@ c=rows[0]["cc_state"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]
     if rmmod "$mod" 2>/dev/null; then bad "$mod: rmmod must be refused while a netns default uses it"; insmod "$ko"; else ok "$mod: rmmod refused while a netns default uses it"; fi
     net_down
     sleep 0.5
-    # Sockets orphaned by the deleted namespaces hold the CC until their
-    # timers end: up to 60 s (what still holds it is printed).
+    # (net_down lets closing connections finish; an orphan would hold the CC
+    # until its timers end. Up to 60 s; what still holds it is printed.)
     local waited=0
     while ! rmmod "$mod" 2>/dev/null && ((waited < 60)); do
         ((waited == 0)) && { echo "  $mod still in use; sockets on it:"; ss -taniH 2>/dev/null | grep -B1 -w "$cc" | head -6; }

@@ -43,6 +43,18 @@ net_up() {
 }
 
 net_down() {
+    # Let closing connections finish first: a connection still closing when
+    # its namespace goes (e.g. a FIN whose ACK a RED queue with a high
+    # average dropped) lingers as an orphan, retransmitting for minutes and
+    # holding its CC module. Without the bottleneck qdisc the next
+    # retransmission gets through.
+    tc -n rtr qdisc del dev rr root 2>/dev/null
+    local i
+    for i in $(seq 1 30); do
+        [[ -z $(ip netns exec snd ss -tanH state fin-wait-1 state fin-wait-2 state closing state last-ack 2>/dev/null;
+                ip netns exec rcv ss -tanH state fin-wait-1 state fin-wait-2 state closing state last-ack 2>/dev/null) ]] && break
+        sleep 0.5
+    done
     ip netns del snd 2>/dev/null
     ip netns del rtr 2>/dev/null
     ip netns del rcv 2>/dev/null
