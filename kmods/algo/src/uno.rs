@@ -45,6 +45,12 @@
 //!   base RTT cannot resolve less): `acked + mtu < β·cwnd`.
 //! - AI: code increases only while `rtt < target`; we follow the paper (every
 //!   unmarked ACK).
+//! - The code's `aimd_phantom` variant (the one its paper scripts run): at a
+//!   marked epoch whose E fell below the previous epoch's (and the previous
+//!   E was not 0, and E ≤ 0.9), the queue is draining, so the flow *adds* one
+//!   AI step for the epoch's acked bytes instead of cutting. Tunable
+//!   `aimd_phantom` (default 0 = the paper's Algorithm 1; see RESULTS.md for
+//!   the measurement behind the default).
 //! - Loss (stands in for NACK/timeout, which TCP does not have): one cut as if
 //!   the whole epoch were marked (`E = 1`), at most once per RTT. RTO: window to
 //!   one packet and slow start back to half the old window (TCP's RTO rule;
@@ -92,6 +98,9 @@ pub struct Params {
     /// 1: the paper's literal `MD_scale *= 0.3` compounding over consecutive
     /// phantom-only epochs; 0 (default): `MD_scale = 0.3` for each such epoch.
     pub cumulative_gentle_md: u32,
+    /// 1: the reference code's `aimd_phantom` (increase instead of cutting
+    /// while E falls); 0 (default): Algorithm 1.
+    pub aimd_phantom: u32,
 }
 
 impl Params {
@@ -114,6 +123,7 @@ impl Params {
                 max_md_q16: ONE / 2,
                 init_bdp_q16: ONE,
                 cumulative_gentle_md: 0,
+                aimd_phantom: 0,
             }
         }
     }
@@ -133,6 +143,7 @@ impl Params {
         check("max_md_q16", self.max_md_q16 as u64, 1, ONE as u64 * 15 / 16)?;
         check("init_bdp_q16", self.init_bdp_q16 as u64, 0, 4 * ONE as u64)?;
         check("cumulative_gentle_md", self.cumulative_gentle_md as u64, 0, 1)?;
+        check("aimd_phantom", self.aimd_phantom as u64, 0, 1)?;
         Ok(())
     }
 
@@ -211,8 +222,15 @@ impl Uno {
     fn on_epoch(&mut self, p: &Params, now: u64) {
         let frac = ratio_q16(self.epoch_marked as u64, core::cmp::max(self.epoch_acked, 1) as u64);
         let frac = core::cmp::min(frac, ONE);
+        let prev = self.ecn_ewma_q16; // E after the previous epoch
         self.ecn_ewma_q16 = super::fixed::ewma_q16(self.ecn_ewma_q16, frac, p.ecn_ewma_gain_q16);
-        if self.epoch_marked > 0 && now >= self.holdoff_until_ns {
+        let draining =
+            p.aimd_phantom != 0 && prev != 0 && self.ecn_ewma_q16 <= ONE * 9 / 10 && self.ecn_ewma_q16 < prev;
+        if self.epoch_marked > 0 && draining {
+            // aimd_phantom: the marks are falling, the queue drains: one AI
+            // step for the epoch's bytes instead of a cut.
+            self.w.ai(self.ai_per_rtt_q16, self.epoch_acked, super::MAX_CWND_BYTES);
+        } else if self.epoch_marked > 0 && now >= self.holdoff_until_ns {
             if self.no_physical_queue(p) {
                 // Congestion in phantom queues only: gentle reduction.
                 let from = if p.cumulative_gentle_md != 0 { self.md_scale_q16 } else { ONE };
@@ -406,5 +424,5 @@ tunables!(Params {
     rate_bytes_per_sec: u64, mtu: u32, ai_bdp_ppm: u32, k_bytes: u32, epoch_ns: u32,
     ecn_ewma_gain_q16: u32, phantom_md_scale_q16: u32, queue_delay_tol_q16: u32,
     qa_beta_q16: u32, qa_scale_q16: u32, qa_period_q16: u32, max_md_q16: u32, init_bdp_q16: u32,
-    cumulative_gentle_md: u32,
+    cumulative_gentle_md: u32, aimd_phantom: u32,
 });

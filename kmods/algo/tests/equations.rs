@@ -159,6 +159,43 @@ fn uno_physical_congestion_cuts_by_e_times_md_ecn() {
     assert!(near(cut, 297_917, 2_000), "cut {cut} ppm");
 }
 
+/// (window before, after) the ACK that ends each of 4 fully marked epochs,
+/// then of 4 where one ACK in 10 is marked (E falling), at a physical-queue
+/// RTT.
+fn uno_falling_marks(p: &uno::Params) -> Vec<(u32, u32)> {
+    let (base, rtt) = (200_000u32, 400_000u32);
+    let mut u = uno_flow(p, base);
+    let (mut now, mut out, mut k) = (T0, Vec::new(), 0u64);
+    while out.len() < 8 {
+        let e = u.ecn_ewma_q16();
+        now += 10_000;
+        k += 1;
+        let marked = out.len() < 4 || k % 10 == 0;
+        let before = u.cwnd();
+        u.on_ack(p, &ack(now, now - rtt as u64, rtt, marked));
+        if u.ecn_ewma_q16() != e {
+            out.push((before, u.cwnd())); // E moves only at an epoch's end
+        }
+    }
+    out
+}
+
+#[test]
+fn uno_aimd_phantom_increases_while_marks_fall() {
+    // The reference code's variant: an epoch whose E fell below the previous
+    // one adds an AI step instead of cutting; Algorithm 1 cuts on every
+    // marked epoch.
+    let mut p = uno::Params::from_net(&NET_10G);
+    let plain = uno_falling_marks(&p);
+    p.aimd_phantom = 1;
+    let variant = uno_falling_marks(&p);
+    // (The first epoch end falls in the hold-off after QuickAdapt, which the
+    // start at one BDP with few ACKs triggers: no cut there.)
+    assert!(plain[1..].iter().all(|(b, a)| a < b), "Algorithm 1 cuts at every marked epoch: {plain:?}");
+    assert_eq!(plain[..4], variant[..4], "rising E: the same cuts");
+    assert!(variant[4..].iter().all(|(b, a)| a > b), "aimd_phantom adds while E falls: {variant:?}");
+}
+
 #[test]
 fn uno_phantom_only_congestion_is_gentle() {
     let p = uno::Params::from_net(&NET_10G);
