@@ -51,7 +51,7 @@ fi
 if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
     echo "[test] kernel modules and the xdcc CLI in the VM (every CC of xdcc cc known: tcp_<cc>)" >&2
     testbed/kernel/build.sh >/dev/null
-    testbed/vm/run.sh --timeout 900 testbed/vm/tests/kmods.sh
+    testbed/vm/run.sh --timeout 1800 testbed/vm/tests/kmods.sh
     echo "[test] switch profiles (RED, step marking, netem) in the VM" >&2
     testbed/vm/run.sh --timeout 300 testbed/vm/tests/switch.sh
     echo "[test] testbed: 2-DC topology (namespaces, addresses, routes, qdiscs) in the VM" >&2

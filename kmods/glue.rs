@@ -124,6 +124,7 @@ impl Sk {
                 idle_jiffies: now_jiffies.wrapping_sub((*tp).lsndtime),
                 rto_jiffies: (*icsk).icsk_rto,
                 snd_cwnd: (*tp).snd_cwnd,
+                _pad2: 0,
             }
         }
     }

@@ -35,7 +35,7 @@ struct xdcc_sock {
 	__u64 now_us;
 	__u32 mss, srtt_us8, snd_cwnd_clamp, delivered, packets_in_flight;
 	__u8 ca_state, cwnd_limited, ecn_ok, pad;
-	__u32 idle_jiffies, rto_jiffies, snd_cwnd;
+	__u32 idle_jiffies, rto_jiffies, snd_cwnd, pad2;
 };
 struct xdcc_rate_sample {
 	__u64 send_time_us;
@@ -178,6 +178,7 @@ static __always_inline void read_sock(struct sock *sk, struct xdcc_sock *s)
 	s->idle_jiffies = (__u32)bpf_jiffies64() - tp->lsndtime;
 	s->rto_jiffies = icsk->icsk_rto;
 	s->snd_cwnd = tp->snd_cwnd;
+	s->pad2 = 0;
 }
 
 static __always_inline void apply(struct sock *sk, const struct xdcc_update *u)

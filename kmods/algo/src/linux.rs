@@ -98,6 +98,7 @@ pub struct Sock {
     pub rto_jiffies: u32,
     /// `tp->snd_cwnd`, packets (what callbacks before `init` leave as is).
     pub snd_cwnd: u32,
+    pub _pad2: u32,
 }
 
 /// The kernel's `struct rate_sample` fields the adapter uses.

@@ -24,6 +24,7 @@ fn sock(now_us: u64) -> Sock {
         idle_jiffies: 0,
         rto_jiffies: 50,
         snd_cwnd: 10,
+        _pad2: 0,
     }
 }
 

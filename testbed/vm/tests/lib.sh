@@ -20,6 +20,7 @@ net_up() {
     ip -n rtr addr add 10.9.1.254/24 dev rs
     ip -n rtr addr add 10.9.2.254/24 dev rr
     ip -n rcv addr add 10.9.2.2/24 dev vr
+    local n
     for n in snd rtr rcv; do ip -n $n link set lo up; done
     ip -n snd link set vs up
     ip -n rtr link set rs up
@@ -63,7 +64,7 @@ net_down() {
 
 # transfer CC BYTES: sends BYTES from snd to rcv with the netns default CC
 # set to CC; samples `ss -tin` on the sender while it runs. Sets XFER_OK,
-# SS_LINES (all samples of the connection to port 5001), MAX_CWND, MED_CWND, MED_RTT, LAST_PACING and
+# SS_LINES (all samples of the connection to port 5001), MAX_CWND, MIN_CWND, MED_CWND, MED_RTT, LAST_PACING and
 # MED_PACING (bit/s, median over the second half of the samples).
 transfer() {
     local cc=$1 bytes=$2 out
@@ -103,6 +104,11 @@ transfer() {
     [[ -n $s && "$s" == "$r" && ${s%% *} == "$bytes" ]] && XFER_OK=1
     MAX_CWND=$(grep -o 'cwnd:[0-9]*' "$out/ss" | cut -d: -f2 | sort -n | tail -1)
     MAX_CWND=${MAX_CWND:-0}
+    # (Once the first window is acknowledged: until then cwnd is the
+    # kernel's initial 10, not yet the CC's.)
+    MIN_CWND=$(awk '{c = ""; d = 0; for (i = 1; i <= NF; i++) { if ($i ~ /^cwnd:/) c = substr($i, 6); if ($i ~ /^delivered:/) d = substr($i, 11) }
+        if (c != "" && d + 0 > 11) print c}' "$out/ss" | sort -n | head -1)
+    MIN_CWND=${MIN_CWND:-0}
     # Median cwnd over the second half of the samples (steady state).
     local all half
     all=$(grep -o ' cwnd:[0-9]*' "$out/ss" | cut -d: -f2)

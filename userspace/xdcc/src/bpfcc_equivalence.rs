@@ -42,7 +42,7 @@ struct Replay {
 }
 
 // No implicit padding: every byte is a field (checked by the sum).
-const _: () = assert!(std::mem::size_of::<Replay>() == 16 + 40 + 32 + 8 + 16 + 8 + 20 + 4 + 104);
+const _: () = assert!(std::mem::size_of::<Replay>() == 16 + 48 + 32 + 8 + 16 + 8 + 20 + 4 + 104);
 const _: () = assert!(std::mem::size_of::<CeEcho>() == 8);
 
 impl Replay {
@@ -103,7 +103,12 @@ fn next_event(rng: &mut Rng, r: &mut Replay, step: usize) {
     s.ecn_ok = rng.chance(95) as u8;
     s.idle_jiffies = if rng.chance(5) { rng.below(1000) as u32 } else { rng.below(3) as u32 };
     s.rto_jiffies = 50 + rng.below(200) as u32;
+    s.snd_cwnd = 2 + rng.below(100) as u32;
+    // Step 0 is the SYN's ACK, which reaches cong_control before init on
+    // the zeroed area (a no-op in both builds); step 1 is init.
     r.kind = if step == 0 {
+        ACK
+    } else if step == 1 {
         INIT
     } else {
         match rng.below(100) {
@@ -176,7 +181,11 @@ where
 
     let mut rng = Rng(seed);
     let mut ctx = Replay::default();
-    let mut model: Option<Flow<A>> = None;
+    // The kernel hands a CC a zeroed private area before init (and the BPF
+    // side's replay starts from one).
+    // SAFETY: every xdcc `Flow<A>` is plain integers and bools, for which
+    // the all-zero pattern is a valid value.
+    let mut model: Flow<A> = unsafe { std::mem::zeroed() };
     for step in 0..steps {
         next_event(&mut rng, &mut ctx, step);
         let input = ctx;
@@ -187,7 +196,7 @@ where
             bail!("replay_{algo} returned {} at step {step}", out.return_value);
         }
         let (p, pacing, s) = (&cfg.params, &cfg.pacing, &input.s);
-        let flow = model.get_or_insert_with(|| Flow::new(p, s));
+        let flow = &mut model;
         let (mut ret, mut u, mut e) = (0u32, None, None);
         match input.kind {
             INIT => *flow = Flow::new(p, s),
