@@ -41,7 +41,8 @@ fn per_ack(c: &mut Criterion) {
     let net = NetConfig { link_rate_bps: 10_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 2_000_000, mtu: 1500 };
     let s = ack_loop::samples(1 << 20);
     for cc in CCS.iter() {
-        with_cc!(cc.name, |C, P| bench_cc::<C>(c, &P::from_net(&net), &s), _ => unreachable!());
+        // (Every CCS entry has its arm: tests/linux.rs, cc_list_and_type_dispatch_agree.)
+        with_cc!(cc.name, |C, P| bench_cc::<C>(c, &P::from_net(&net), &s), _ => {});
     }
 }
 
