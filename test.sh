@@ -6,8 +6,8 @@
 #                         for BPF-cleanliness (kmods/bpf/build.sh)
 #                      2. host namespace tests of the eBPF programs, agent
 #                         and CLI (userspace/tests/netns.sh, root)
-#                      3. the kernel modules, the CLI and the switch
-#                         profiles in the qemu VM
+#                      3. the kernel modules (incl. their event-sequence
+#                         tests), the CLI and the switch profiles in the qemu VM
 #                         (builds the test kernel on first use: ~15 min)
 #                      4. the 2-DC testbed: runner units (host), topology
 #                         build in the VM, and a short scenario end to end
@@ -52,6 +52,8 @@ if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
     echo "[test] kernel modules and the xdcc CLI in the VM (every CC of xdcc cc known: tcp_<cc>)" >&2
     testbed/kernel/build.sh >/dev/null
     testbed/vm/run.sh --timeout 1800 testbed/vm/tests/kmods.sh
+    echo "[test] kernel modules through event sequences (RTO storm, app-limited, idle, non-ECN peer, delayed ACKs, no handshake RTT) in the VM" >&2
+    testbed/vm/run.sh --timeout 1500 testbed/vm/tests/events.sh
     echo "[test] switch profiles (RED, step marking, netem) in the VM" >&2
     testbed/vm/run.sh --timeout 300 testbed/vm/tests/switch.sh
     echo "[test] testbed: 2-DC topology (namespaces, addresses, routes, qdiscs) in the VM" >&2

@@ -368,7 +368,13 @@ unsafe extern "C" fn get_info<T: KernelCc>(
     const { assert!(TCP_CC_INFO_BYTES >= linux::CcInfo::BYTES) };
     // Called by inet_diag under RCU, without the socket lock, for a socket on this CC.
     // SAFETY: the CA area holds our `Flow` or is still zeroed (`flow_snapshot`).
-    let bytes = unsafe { Sk::new(sk).flow_snapshot::<T::Algo>() }.info().to_bytes();
+    let flow = unsafe { Sk::new(sk).flow_snapshot::<T::Algo>() };
+    // A socket whose `init` has not run yet (an active open before its
+    // handshake completes) has no state to report.
+    if !flow.is_live() {
+        return 0;
+    }
+    let bytes = flow.info().to_bytes();
     // SAFETY: `info` points to a `union tcp_cc_info` (at least as large as
     // `CcInfo`, checked above) and `attr` to an int, both the caller's.
     unsafe {

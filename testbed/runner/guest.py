@@ -135,6 +135,20 @@ def parse_port(spec):
     return ns, dev
 
 
+def qdisc_text(ports):
+    """`tc -s qdisc show` of each monitored port: the qdiscs' own counters
+    (RED's marked / early / pdrop, the fifo's drops) that the sampler's
+    netlink totals do not break down. Counters run on across the runs that
+    share a network: compare the run's "before" and "after"."""
+    out = {}
+    for p, ns, dev in ports:
+        try:
+            out[p] = netns.run(ns, ["tc", "-s", "qdisc", "show", "dev", dev], check=False)
+        except OSError as e:
+            out[p] = f"tc failed: {e}"
+    return out
+
+
 def one_run(s, t, name, label, out, idx, total):
     """One run of `ccs` entry `name` (a CC or a [variants] entry)."""
     run_id = name + (f"-{label}" if label else "")
@@ -201,6 +215,7 @@ def one_run(s, t, name, label, out, idx, total):
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(0.5)
     ports = [(p, *parse_port(p)) for p in [s["bottleneck"]] + s["monitor"]]
+    qdisc_before = qdisc_text(ports)
     t0 = time.monotonic()
     cpu0 = cpu_times()
     sampler = Sampler(t0, s["sample_ms"] / 1000.0, sorted(senders), long_ports, ports, s["ipv6"])
@@ -253,6 +268,7 @@ def one_run(s, t, name, label, out, idx, total):
             f["iperf3"] = {"error": f"iperf3 gave no result: {e}"}
     sampler.stop.set()
     sampler.join()
+    qdisc_after = qdisc_text(ports)
     for p in procs:
         if p.poll() is None:
             p.kill()
@@ -275,6 +291,7 @@ def one_run(s, t, name, label, out, idx, total):
                           "pacing_rate", "cc"],
         "queues": sampler.queues, "queue_fields": ["t", "backlog_bytes", "qlen", "sent_bytes", "drops"],
         "fct": list(fct), "fct_unfinished": unfinished,
+        "qdisc_stats": {"before": qdisc_before, "after": qdisc_after},
         "cpu": cpu, "sample_gaps_ms": gaps(sampler.queues),
     }
     with open(os.path.join(out, "raw", run_id + ".json"), "w") as fh:

@@ -404,19 +404,51 @@ pub struct AmrtStats {
     pub cleared: u64,
 }
 
-/// Eq. 2 of amrt-icpp20: did the link have spare capacity before a packet
-/// that left `gap_ns` after the previous one (of `prev_len` bytes)? The idle
-/// time is the gap minus the previous packet's own transmission time; spare
-/// when it leaves room for one MTU. Shared by the eBPF marker and the
-/// simulator's queues.
-pub const fn amrt_spare(gap_ns: u64, prev_len: u64, cfg: &AmrtConfig) -> bool {
+/// Times of the AMRT marker are kept in 48 bits of nanoseconds (78 hours).
+pub const AMRT_TIME_MASK: u64 = (1 << 48) - 1;
+
+/// A virtual link may run at most this many MTU transmission times ahead of
+/// the packets' arrival (see [`amrt_step`]).
+pub const AMRT_MAX_BACKLOG_MTUS: u64 = 64;
+
+/// Eq. 2 of amrt-icpp20 for one packet that starts its transmission at
+/// `now_ns`: was the link idle for at least one MTU's transmission time
+/// before it (spare capacity)? `finish_ns` is when the link finishes the
+/// packets before it; returns (spare, the link's finish time after this
+/// packet of `len` bytes).
+///
+/// The link is modelled as a serializer at line rate: packets that arrive
+/// faster than the line rate (a shaper such as HTB releases a burst of
+/// tokens' worth back to back, and a timer that fires late under
+/// virtualization releases several) are queued virtually behind each other,
+/// so the gap after such a burst is busy time, not idle time. On a real
+/// line-rate link the packets are already spaced by their transmission
+/// times and this is exactly "gap since the previous packet minus its
+/// transmission time ≥ one MTU". Times are 48-bit (`AMRT_TIME_MASK`): a
+/// finish time that is ahead of `now_ns` by less than 2^47 ns is a busy
+/// link; the virtual backlog is capped at `AMRT_MAX_BACKLOG_MTUS` (a marker
+/// configured below the port's real rate would otherwise fall behind for
+/// ever). Shared by the eBPF marker and the simulator's queues.
+pub const fn amrt_step(finish_ns: u64, now_ns: u64, len: u64, cfg: &AmrtConfig) -> (bool, u64) {
+    let now = now_ns & AMRT_TIME_MASK;
     // A packet is at most 64 KiB and a byte takes at most 8 µs (1 Mbit/s):
-    // bounded so, the product stays below 2^48 (no overflow-checked multiply,
-    // which BPF cannot lower).
-    let len = if prev_len > 0xffff { 0xffff } else { prev_len };
+    // bounded so, the products stay below 2^48 (no overflow-checked
+    // multiply, which BPF cannot lower).
+    let len = if len > 0xffff { 0xffff } else { len };
     let ps = if cfg.ps_per_byte > 0xffff_ffff { 0xffff_ffff } else { cfg.ps_per_byte };
-    let prev_tx_ns = len.wrapping_mul(ps) / 1000;
-    gap_ns.saturating_sub(prev_tx_ns) >= cfg.mtu_ns
+    let mtu_ns = if cfg.mtu_ns > 0xffff_ffff { 0xffff_ffff } else { cfg.mtu_ns };
+    let tx_ns = len.wrapping_mul(ps) / 1000;
+    let ahead = finish_ns.wrapping_sub(now) & AMRT_TIME_MASK;
+    let (spare, start) = if ahead < 1 << 47 {
+        // Busy: this packet waits (virtually) behind the earlier ones.
+        let cap = mtu_ns.wrapping_mul(AMRT_MAX_BACKLOG_MTUS);
+        (false, now + if ahead > cap { cap } else { ahead })
+    } else {
+        // Idle since `finish_ns`.
+        let idle = now.wrapping_sub(finish_ns) & AMRT_TIME_MASK;
+        (idle >= mtu_ns, now)
+    };
+    (spare, (start + tx_ns) & AMRT_TIME_MASK)
 }
 
 /// The phantom queue after `elapsed_us` of draining and a packet of `len`
@@ -613,16 +645,60 @@ mod tests {
         // 10 Gbit/s: 800 ps per byte, one 1500-byte MTU = 1200 ns.
         let c = AmrtConfig::for_port(10_000_000_000, 1500, false).unwrap();
         assert_eq!((c.ps_per_byte, c.mtu_ns, c.transit), (800, 1200, 0));
-        // Back to back (gap = the previous packet's transmission): no spare.
-        assert!(!amrt_spare(1200, 1500, &c));
+        let t0 = 1_000_000;
+        let (_, f) = amrt_step(0, t0, 1500, &c);
+        assert_eq!(f, t0 + 1200, "the link is busy for one MTU");
+        // Back to back (next packet as the previous one finishes): no spare.
+        assert_eq!(amrt_step(f, t0 + 1200, 1500, &c), (false, t0 + 2400));
         // Idle for exactly one MTU after the previous packet: spare (eq. 2, ≥).
-        assert!(amrt_spare(2400, 1500, &c));
-        assert!(!amrt_spare(2399, 1500, &c));
+        assert!(amrt_step(f, t0 + 2400, 1500, &c).0);
+        assert!(!amrt_step(f, t0 + 2399, 1500, &c).0);
         // A small previous packet leaves more idle time in the same gap.
-        assert!(amrt_spare(1300, 100, &c));
-        // Extreme inputs saturate instead of wrapping into "spare".
-        assert!(!amrt_spare(0, u64::MAX, &c));
-        assert!(amrt_spare(u64::MAX, u64::MAX, &c));
+        let (_, f_small) = amrt_step(0, t0, 100, &c);
+        assert!(amrt_step(f_small, t0 + 1300, 1500, &c).0);
+        // Extreme lengths saturate instead of wrapping into "spare".
+        let (_, f_huge) = amrt_step(0, t0, u64::MAX, &c);
+        assert!(!amrt_step(f_huge, t0 + 1, 1500, &c).0);
+    }
+
+    #[test]
+    fn amrt_bursts_from_a_shaper_are_busy_time_not_spare() {
+        // 100 Mbit/s: 80 ns per byte, one MTU = 120 µs. A shaper at line
+        // rate releases 8 packets back to back every 960 µs (its burst):
+        // the link is fully used, and no packet may be marked spare.
+        let c = AmrtConfig::for_port(100_000_000, 1500, false).unwrap();
+        let mut finish = 0;
+        let mut spare = 0;
+        for burst in 0..100u64 {
+            for i in 0..8u64 {
+                let now = 1_000_000 + burst * 960_000 + i; // 1 ns apart
+                let (s, f) = amrt_step(finish, now, 1500, &c);
+                spare += s as u32;
+                finish = f;
+            }
+        }
+        assert!(spare <= 1, "{spare} false spare marks on a full link");
+        // The same bursts with half the time free: each burst follows
+        // 960 µs of real idle time.
+        let mut finish = 0;
+        let mut spare = 0;
+        for burst in 0..100u64 {
+            for i in 0..8u64 {
+                let (s, f) = amrt_step(finish, 1_000_000 + burst * 1_920_000 + i, 1500, &c);
+                spare += s as u32;
+                finish = f;
+            }
+        }
+        assert_eq!(spare, 100, "one spare mark per idle period");
+        // A clock read out of order (another CPU) is busy time, not 2^48 ns
+        // of idle time; a runaway backlog is capped.
+        let (s, f) = amrt_step(5_000_000, 4_999_000, 1500, &c);
+        assert!(!s && f == 5_000_000 + 120_000);
+        let (s, f) = amrt_step(4_000_000_000, 1_000_000, 1500, &c);
+        assert!(!s && f == 1_000_000 + 64 * 120_000 + 120_000);
+        // The 48-bit clock wraps: a packet just after the wrap is idle time.
+        let (s, _) = amrt_step(AMRT_TIME_MASK - 10, 1_000_000, 1500, &c);
+        assert!(s);
         assert!(AmrtConfig::for_port(999_999, 1500, false).is_err());
         assert!(AmrtConfig::for_port(1_000_000, 100, true).is_err());
         assert_eq!(AmrtConfig::for_port(1_000_000, 1500, true).unwrap().mtu_ns, 12_000_000);

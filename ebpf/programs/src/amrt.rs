@@ -6,9 +6,11 @@
 //! Linux has no eBPF hook at qdisc dequeue, so the program runs where
 //! packets appear at their dequeue times: the TCX *ingress* of the next hop
 //! (e.g. the peer of a veth whose egress qdisc shapes the port), or the
-//! egress of a port without a queue of its own. Idle time = gap since the
-//! previous packet minus that packet's own transmission time. State: one
-//! u64 {previous length (16 bits), time in ns (48 bits)} swapped atomically.
+//! egress of a port without a queue of its own. The link is modelled as a
+//! line-rate serializer (`xdcc_common::amrt_step`): idle time is the time
+//! since the link finished the previous packets, so a shaper's burst of
+//! back-to-back packets followed by a gap is busy time, not spare capacity.
+//! State: one u64, the link's finish time in ns (48 bits; 0: no packet yet).
 
 use core::intrinsics::{atomic_xchg, AtomicOrdering};
 
@@ -19,17 +21,15 @@ use aya_ebpf::{
     maps::Array,
     programs::TcContext,
 };
-use xdcc_common::{amrt_spare, AmrtConfig, AmrtStats};
+use xdcc_common::{amrt_step, AmrtConfig, AmrtStats, AMRT_TIME_MASK};
 
 #[map]
 static AMRT_CFG: Array<AmrtConfig> = Array::with_max_entries(1, 0);
-/// The previous packet: {length (16 bits), time in ns (48 bits)}.
+/// When the port's link finishes the packets seen so far (48-bit ns).
 #[map]
 static AMRT_STATE: Array<u64> = Array::with_max_entries(1, 0);
 #[map]
 static AMRT_STATS: Array<AmrtStats> = Array::with_max_entries(1, 0);
-
-const TIME_MASK: u64 = (1 << 48) - 1;
 
 #[classifier]
 pub fn xdcc_amrt(ctx: TcContext) -> i32 {
@@ -45,19 +45,17 @@ pub fn xdcc_amrt(ctx: TcContext) -> i32 {
     }
     let len = ctx.len() as u64;
     // SAFETY: helper without arguments.
-    let now = unsafe { bpf_ktime_get_ns() } & TIME_MASK;
-    let cur = (len.min(0xffff) << 48) | now;
-    // SAFETY: `state` is a live array value, 8-byte aligned (BPF_XCHG).
-    let prev = unsafe { atomic_xchg::<u64, { AtomicOrdering::SeqCst }>(state, cur) };
-    let (prev_len, prev_t) = (prev >> 48, prev & TIME_MASK);
-    // Two CPUs can swap their times in the opposite order of their clock
-    // reads: then `now` is behind `prev_t` and the masked difference is
-    // close to 2^48, not a long idle period. Such a packet followed
-    // another one immediately: no spare time. (The 48-bit clock itself
-    // wraps every 78 hours; a forward gap is always below 2^47.)
-    let gap = now.wrapping_sub(prev_t) & TIME_MASK;
-    let gap = if gap >= 1 << 47 { 0 } else { gap };
-    let spare = prev != 0 && amrt_spare(gap, prev_len, &cfg);
+    let now = unsafe { bpf_ktime_get_ns() } & AMRT_TIME_MASK;
+    // SAFETY: `state` is a live array value, 8-byte aligned.
+    let finish = unsafe { core::ptr::read_volatile(state) };
+    let (spare, next) = amrt_step(finish, now, len, &cfg);
+    // (Two CPUs racing here each add their packet to the same finish time:
+    // the virtual link then runs one packet short, which only errs towards
+    // "spare" by one packet's time. Packets of one veth queue arrive on one
+    // CPU. 0 means "no packet yet": a finish time of 0 is stored as 1 ns.)
+    // SAFETY: as above (BPF_XCHG).
+    unsafe { atomic_xchg::<u64, { AtomicOrdering::SeqCst }>(state, if next == 0 { 1 } else { next }) };
+    let spare = finish != 0 && spare;
 
     let Ok(proto) = ctx.load::<u16>(12) else { return TC_ACT_UNSPEC };
     let v6 = match u16::from_be(proto) {

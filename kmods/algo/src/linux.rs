@@ -249,10 +249,12 @@ pub struct CeEcho {
 pub struct LinkState {
     /// Receiver: `rcv_nxt` when the CE state last changed.
     prior_rcv_nxt: u32,
-    /// Receiver: CE state of the last data packet (0/1).
-    ce_state: u8,
+    /// Idle restarts (`CA_EVENT_TX_START` after more than an RTO of
+    /// silence), saturating at 255: for `get_info` and the tests.
+    idle_restarts: u8,
     /// `ECN_OK`: ECN was negotiated (refreshed on every ACK); `LIVE`:
-    /// written by `init` (a zeroed area is a flow not yet initialised).
+    /// written by `init` (a zeroed area is a flow not yet initialised);
+    /// `CE`: receiver, the last data packet carried CE.
     flags: u8,
     /// Number of loss episodes (`CA_EVENT_LOSS`) and fast recoveries seen,
     /// saturating at 255: for `get_info` and the tests.
@@ -374,6 +376,7 @@ impl<A: CongestionControl> Flow<A> {
                 Some(self.update(pacing, s, true))
             }
             CA_EVENT_TX_START if s.idle_jiffies > s.rto_jiffies => {
+                self.link.idle_restarts = self.link.idle_restarts.saturating_add(1);
                 self.algo.on_event(p, Event::IdleRestart, now);
                 None
             }
@@ -394,16 +397,16 @@ impl<A: CongestionControl> Flow<A> {
             _ => return None,
         };
         let mut out = CeEcho { demand_cwr: ce != 0, ..CeEcho::default() };
-        if self.link.ce_state != ce {
+        if self.link.ce_state() != ce {
             if delayed_ack_pending {
                 out.flush = true;
                 out.flush_ack_seq = self.link.prior_rcv_nxt;
-                out.flush_ce = self.link.ce_state != 0;
+                out.flush_ce = self.link.ce_state() != 0;
             }
             out.ack_now = true;
         }
         self.link.prior_rcv_nxt = rcv_nxt;
-        self.link.ce_state = ce;
+        self.link.set_flag(LinkState::CE, ce != 0);
         Some(out)
     }
 
@@ -447,7 +450,9 @@ impl<A: CongestionControl> Flow<A> {
     pub fn info(&self) -> CcInfo {
         CcInfo {
             version: CcInfo::VERSION,
-            flags: self.link.ecn_ok() as u8 | (self.link.ce_state != 0) as u8 * CcInfo::CE_STATE,
+            flags: self.link.ecn_ok() as u8
+                | (self.link.ce_state() != 0) as u8 * CcInfo::CE_STATE
+                | core::cmp::min(self.link.idle_restarts, CcInfo::IDLE_MAX) << CcInfo::IDLE_SHIFT,
             rtos: self.link.rtos,
             recoveries: self.link.recoveries,
             values: self.algo.info(),
@@ -481,7 +486,8 @@ impl<A: CongestionControl> Flow<A> {
 pub struct CcInfo {
     /// `CcInfo::VERSION`; a reader refuses other versions.
     pub version: u8,
-    /// `ECN_OK`: ECN negotiated; `CE_STATE`: the last data packet received was CE.
+    /// `ECN_OK`: ECN negotiated; `CE_STATE`: the last data packet received
+    /// was CE; bits 2–7: idle restarts, saturating at `IDLE_MAX`.
     pub flags: u8,
     /// Loss episodes (RTOs) and fast recoveries, saturating at 255.
     pub rtos: u8,
@@ -496,10 +502,17 @@ pub struct CcInfo {
 pub const INET_DIAG_XDCC: u16 = 0x0878;
 
 impl CcInfo {
-    pub const VERSION: u8 = 1;
+    pub const VERSION: u8 = 2;
     pub const BYTES: usize = 20;
     pub const ECN_OK: u8 = 1;
     pub const CE_STATE: u8 = 2;
+    pub const IDLE_SHIFT: u8 = 2;
+    pub const IDLE_MAX: u8 = 63;
+
+    /// Idle restarts of the flow (saturating at `IDLE_MAX`).
+    pub fn idle_restarts(&self) -> u8 {
+        self.flags >> Self::IDLE_SHIFT
+    }
 
     pub fn to_bytes(&self) -> [u8; Self::BYTES] {
         let mut b = [0u8; Self::BYTES];
@@ -559,12 +572,23 @@ pub fn ack_sample(s: &Sock, rs: &RateSample) -> AckSample {
 impl LinkState {
     const ECN_OK: u8 = 1;
     const LIVE: u8 = 2;
+    const CE: u8 = 4;
 
     pub fn ecn_ok(&self) -> bool {
         self.flags & Self::ECN_OK != 0
     }
     fn set_ecn_ok(&mut self, on: bool) {
-        self.flags = if on { self.flags | Self::ECN_OK } else { self.flags & !Self::ECN_OK };
+        self.set_flag(Self::ECN_OK, on);
+    }
+    fn set_flag(&mut self, flag: u8, on: bool) {
+        self.flags = if on { self.flags | flag } else { self.flags & !flag };
+    }
+    /// Receiver: CE state of the last data packet (0/1).
+    pub fn ce_state(&self) -> u8 {
+        (self.flags & Self::CE != 0) as u8
+    }
+    pub fn idle_restarts(&self) -> u8 {
+        self.idle_restarts
     }
     pub fn rtos(&self) -> u8 {
         self.rtos

@@ -103,10 +103,17 @@ fn tx_start_is_an_idle_restart_only_after_an_rto_of_silence() {
     let s = Sock { idle_jiffies: 1, ..sock(t) };
     assert!(f.on_cwnd_event(&p, &Pacing::DEFAULT, &s, CA_EVENT_TX_START).is_none());
     assert_eq!(f, kept, "epoch, QuickAdapt and window state survive a drained round");
+    assert_eq!(f.info().idle_restarts(), 0);
     // Idle for longer than the RTO: the algorithm restarts its timers.
     let s = Sock { idle_jiffies: 51, ..sock(t) };
     f.on_cwnd_event(&p, &Pacing::DEFAULT, &s, CA_EVENT_TX_START);
     assert_ne!(f, kept, "an idle period longer than the RTO is an idle restart");
+    assert_eq!(f.info().idle_restarts(), 1, "get_info counts it");
+    for _ in 0..100 {
+        f.on_cwnd_event(&p, &Pacing::DEFAULT, &s, CA_EVENT_TX_START);
+    }
+    assert_eq!(f.info().idle_restarts(), CcInfo::IDLE_MAX, "saturates in its 6 bits");
+    assert!(f.info().flags & CcInfo::ECN_OK != 0, "without touching the other flags");
 }
 
 #[test]

@@ -29,7 +29,7 @@ use xdcc_algo::{AckSample, Event, FlowInit, NetConfig};
 
 use crate::cc::{AnyCc, AnyParams, CcKind};
 use crate::scenario::{Marking, Phantom, Scenario};
-use xdcc_common::{amrt_spare, AmrtConfig};
+use xdcc_common::{amrt_step, AmrtConfig};
 
 /// Algorithms see `sim time + CLOCK_BASE_NS`, like a kernel clock that has been
 /// running for a while (0 means "unknown" in `AckSample`).
@@ -114,9 +114,10 @@ pub(crate) struct Queue {
     buffer: u64,
     marking: Marking,
     phantom: Option<PhantomState>,
-    /// AMRT anti-ECN marking, and the previous dequeue (time, length).
+    /// AMRT anti-ECN marking, and when the link finishes the packets
+    /// dequeued so far (None: none yet).
     amrt: Option<AmrtConfig>,
-    last_dequeue: Option<(u64, u32)>,
+    link_finish: Option<u64>,
     loss_prob: f64,
     pkts: VecDeque<Pkt>,
     pub bytes: u64,
@@ -171,11 +172,10 @@ impl Queue {
     fn dequeue_mark(&mut self, now: u64) {
         let Some(cfg) = self.amrt else { return };
         let Some(p) = self.pkts.front_mut() else { return };
-        let spare = match self.last_dequeue {
-            None => true, // the link was idle since the start
-            Some((t, len)) => amrt_spare(now - t, len as u64, &cfg),
-        };
-        self.last_dequeue = Some((now, p.size));
+        let (spare, finish) = amrt_step(self.link_finish.unwrap_or(0), now, p.size as u64, &cfg);
+        // (The first packet: the link was idle since the start.)
+        let spare = spare || self.link_finish.is_none();
+        self.link_finish = Some(finish);
         let ce = if p.amrt_seen { p.ce && spare } else { spare };
         if ce && !p.ce {
             self.marks += 1;
@@ -325,7 +325,7 @@ impl Sim {
                     buffer,
                     marking,
                     amrt,
-                    last_dequeue: None,
+                    link_finish: None,
                     phantom: phantom.map(|p| {
                         let size = p.size_kb.map_or(buffer as f64, |s| s * 1000.0);
                         PhantomState {

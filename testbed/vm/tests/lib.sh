@@ -63,7 +63,8 @@ net_down() {
 }
 
 # transfer CC BYTES: sends BYTES from snd to rcv with the netns default CC
-# set to CC; samples `ss -tin` on the sender while it runs. Sets XFER_OK,
+# set to CC (the receiver's: RCV_CC, default CC; SEND_ARGS: more arguments
+# of `xfer.py send`); samples `ss -tin` on the sender while it runs. Sets XFER_OK, XFER_MS,
 # SS_LINES (all samples of the connection to port 5001), MAX_CWND, MIN_CWND, MED_CWND, MED_RTT, LAST_PACING and
 # MED_PACING (bit/s, median over the second half of the samples).
 transfer() {
@@ -73,7 +74,7 @@ transfer() {
     # (ECT set, as TCP_CONG_NEEDS_ECN sends it) is only accepted by a
     # listener whose CC needs ECN too.
     ip netns exec snd sysctl -qw net.ipv4.tcp_congestion_control="$cc" || return 1
-    ip netns exec rcv sysctl -qw net.ipv4.tcp_congestion_control="$cc" || return 1
+    ip netns exec rcv sysctl -qw net.ipv4.tcp_congestion_control="${RCV_CC:-$cc}" || return 1
     ip netns exec rcv $xfer serve 5001 >"$out/rcv" &
     local srv=$!
     # Sample `ss` from inside the namespace until the sender is done: one
@@ -91,11 +92,17 @@ transfer() {
     local sampler=$!
     for _ in $(seq 1 600); do [[ -e $out/sampling ]] && break; sleep 0.05; done
     sleep 0.3
-    ip netns exec snd $xfer send 10.9.2.2 5001 "$bytes" >"$out/snd"
+    local t0
+    t0=$(date +%s%N)
+    # shellcheck disable=SC2086
+    ip netns exec snd $xfer send 10.9.2.2 5001 "$bytes" ${SEND_ARGS:-} >"$out/snd"
     touch "$out/done"
     wait $sampler
     FLOWS_JSON=$(cat "$out/flows" 2>/dev/null)
     wait $srv
+    # (Until the receiver has everything: the sender's last write returns
+    # while its data is still in the socket buffer.)
+    XFER_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
     SS_LINES=$(cat "$out/ss")
     local s r
     s=$(awk '{print $1, $2}' "$out/snd")

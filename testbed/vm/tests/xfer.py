@@ -2,10 +2,12 @@
 """Byte-exact TCP transfers for the VM tests.
 
   xfer.py serve PORT                 accept one connection, print "<bytes> <sha256>"
-  xfer.py send HOST PORT BYTES [--cc NAME] [--hold SECONDS]
+  xfer.py send HOST PORT BYTES [--cc NAME] [--hold SECONDS] [--chunk B --interval S]
                                      send BYTES of deterministic data (optionally with
                                      setsockopt(TCP_CONGESTION)), print "<bytes> <sha256> <cc>",
-                                     then keep the socket open for --hold seconds
+                                     then keep the socket open for --hold seconds; with
+                                     --interval, as one write of --chunk bytes every S
+                                     seconds (an application-limited sender)
 """
 import argparse
 import hashlib
@@ -40,7 +42,7 @@ def serve(port: int) -> None:
     print(n, h.hexdigest(), flush=True)
 
 
-def send(host: str, port: int, total: int, cc: str, hold: float) -> None:
+def send(host: str, port: int, total: int, cc: str, hold: float, chunk: int, interval: float) -> None:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if cc:
         s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
@@ -56,6 +58,16 @@ def send(host: str, port: int, total: int, cc: str, hold: float) -> None:
     h = hashlib.sha256()
     sent = 0
     i = 0
+    if interval > 0:
+        data = b"".join(block(j) for j in range(total // CHUNK + 1))[:total]
+        next_t = time.monotonic()
+        while sent < total:
+            b = data[sent : sent + chunk]
+            s.sendall(b)
+            h.update(b)
+            sent += len(b)
+            next_t += interval
+            time.sleep(max(0.0, next_t - time.monotonic()))
     while sent < total:
         b = block(i)[: total - sent]
         s.sendall(b)
@@ -79,11 +91,13 @@ def main() -> None:
     b.add_argument("bytes", type=int)
     b.add_argument("--cc", default="")
     b.add_argument("--hold", type=float, default=0.0)
+    b.add_argument("--chunk", type=int, default=1000)
+    b.add_argument("--interval", type=float, default=0.0)
     o = p.parse_args()
     if o.cmd == "serve":
         serve(o.port)
     else:
-        send(o.host, o.port, o.bytes, o.cc, o.hold)
+        send(o.host, o.port, o.bytes, o.cc, o.hold, o.chunk, o.interval)
 
 
 if __name__ == "__main__":

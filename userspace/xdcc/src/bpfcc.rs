@@ -493,7 +493,7 @@ mod tests {
 
     #[test]
     fn flow_records_decode_and_bad_reads_are_refused() {
-        let info = linux::CcInfo { version: 1, flags: 1, rtos: 2, recoveries: 3, values: [20, 7, 8192, 65536] };
+        let info = linux::CcInfo { version: linux::CcInfo::VERSION, flags: 1 | 5 << linux::CcInfo::IDLE_SHIFT, rtos: 2, recoveries: 3, values: [20, 7, 8192, 65536] };
         let mut rec = Vec::new();
         rec.extend_from_slice(&[0; 10]);
         rec.extend_from_slice(&[0xff, 0xff, 10, 0, 0, 1]); // ::ffff:10.0.0.1
@@ -510,7 +510,8 @@ mod tests {
         assert_eq!(flows[0].remote, "[fd00::2]:40000".parse().unwrap());
         assert_eq!(flows[0].info, info);
         let st = crate::sockdiag::CcState::decode("bpf_gemini", &flows[0].info).unwrap();
-        assert_eq!(st.summary(), "base_rtt=20us rtt_min=7us alpha=0.125 f=1.000 rto=2 rec=3");
+        assert_eq!(st.summary(), "base_rtt=20us rtt_min=7us alpha=0.125 f=1.000 rto=2 rec=3 idle=5");
+        assert!(st.ecn_ok && !st.ce_state && st.idle_restarts == 5);
         assert!(parse_flow_records("bpf_gemini", &two[..RECORD_BYTES + 3]).is_err(), "torn read");
         rec[40] = 9;
         assert!(parse_flow_records("bpf_gemini", &rec).unwrap_err().to_string().contains("version"));

@@ -52,6 +52,9 @@ pub struct CcState {
     pub ce_state: bool,
     pub rtos: u8,
     pub recoveries: u8,
+    /// Restarts after more than an RTO without sending (saturating at 63).
+    #[serde(default)]
+    pub idle_restarts: u8,
     /// The algorithm's values by name (suffix `_us`: µs, `_q16`: fraction ×
     /// 65536), in the algorithm's order; a JSON object.
     #[serde(serialize_with = "ordered_map", deserialize_with = "from_map")]
@@ -76,6 +79,7 @@ impl CcState {
             ce_state: info.flags & linux::CcInfo::CE_STATE != 0,
             rtos: info.rtos,
             recoveries: info.recoveries,
+            idle_restarts: info.idle_restarts(),
             values: names.iter().zip(info.values).map(|(n, v)| (n.to_string(), v)).collect(),
         })
     }
@@ -102,6 +106,9 @@ impl CcState {
         }
         if self.rtos > 0 || self.recoveries > 0 {
             parts.push(format!("rto={} rec={}", self.rtos, self.recoveries));
+        }
+        if self.idle_restarts > 0 {
+            parts.push(format!("idle={}", self.idle_restarts));
         }
         parts.join(" ")
     }

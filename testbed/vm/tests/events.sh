@@ -1,0 +1,198 @@
+#!/bin/bash
+# Event-sequence tests of the xdcc kernel modules (issue 10's findings, run
+# by testbed/vm/run.sh inside the test kernel): each drives real kernel TCP
+# on both ends through one sequence of events that a well-made Linux CC
+# must survive, and checks what `ss -tin` and the module's own state
+# (`xdcc flows`, get_info) show afterwards.
+#   - RTO storm: the sender's link drops everything for 3 s (several backoff
+#     RTOs), then heals. One loss episode: ssthresh is set once (the same
+#     value through every backoff) and the module counts one RTO episode
+#     (finding 1: every backoff used to halve it again, down to 2 packets).
+#   - Application-limited: 1 kB every 10 ms for 1.5 s. The window must not grow
+#     (finding 3: it grew on every ACK).
+#   - Drain every round vs idle: 20 kB every 20 ms (the flow drains each
+#     round, CA_EVENT_TX_START each time) is no idle restart; 20 kB every
+#     1 s (more than an RTO of silence) is one per gap (finding 2).
+#   - Non-ECN peer (receiver with net.ipv4.tcp_ecn=0 and cubic) behind a
+#     RED/ECN port: ECN is not negotiated, the module says so (ecn_ok 0)
+#     and reacts to RED's drops (finding 8).
+#   - Delayed ACKs on a sub-millisecond path: the window never goes below 2
+#     packets and 1 MB does not crawl at one packet per
+#     delayed-ACK timeout (finding 3).
+#   - No RTT from the handshake (timestamps off, first SYN lost) on a 40 ms
+#     path: the base RTT comes from the first real sample, not the
+#     intra-DC constant (finding 5).
+#   run.sh testbed/vm/tests/events.sh [CC...]     (default: every xdcc CC)
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+ccs=("$@")
+# shellcheck disable=SC2207
+((${#ccs[@]})) || ccs=($(sed -n 's/^ *cc_spec!(\([a-z]*\)::.*/\1/p' "$root/kmods/algo/src/lib.rs"))
+echo "CCs under test: ${ccs[*]}"
+
+pass=0
+fail=0
+ok() { echo "PASS: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+
+source "$here/lib.sh"
+
+FLOWS_CLI="$root/target/release/xdcc"
+if [[ ! -x $FLOWS_CLI ]]; then
+    echo "FAIL: $FLOWS_CLI not built (cargo build --release -p xdcc)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+# cc_state FIELD: a field of the module's state in the last `xdcc flows`
+# sample of the connection to port 5001 (the sender holds the connection
+# open for a while after its last write, so that one sample follows the
+# end of the transfer: one `xdcc flows` under TCG takes up to a second) (top level, e.g. rtos, or one of
+# the algorithm's values); -1 when there was none.
+cc_state() {
+    python3 -c 'import json,sys
+r=[r for r in json.loads(sys.argv[1] or "[]") if r["remote"].endswith(":5001") and r.get("cc_state")]
+c=r[0]["cc_state"] if r else {}
+v=c.get(sys.argv[2], c.get("values", {}).get(sys.argv[2], -1))
+print(int(v) if not isinstance(v, bool) else int(v))' "${FLOWS_JSON:-}" "$1"
+}
+
+# ss_field NAME: every value of `NAME:` in the samples, one per line.
+ss_field() { grep -o " $1:[0-9]*" <<<"$SS_LINES" | cut -d: -f2; }
+
+# Finding 1. The blackhole is a netem qdisc dropping everything on the
+# sender's own port, added once 300 packets are delivered (the window has
+# grown) and removed 3 s later: RTOs back off 200, 400, 800, 1600 ms.
+test_rto_storm() {
+    local cc=$1 at
+    at=$(mktemp)
+    net_up fifo || { bad "$cc: network setup"; return; }
+    ip netns exec snd bash -c 'for _ in $(seq 1 400); do
+            ss -tinH dst 10.9.2.2:5001 | grep -Eq " delivered:([3-9][0-9]{2}|[0-9]{4,})" && break; sleep 0.05; done
+        ss -tinH dst 10.9.2.2:5001 | grep -o " cwnd:[0-9]*" >'"$at"'
+        tc qdisc add dev vs root netem loss 100%; sleep 3; tc qdisc del dev vs root' &
+    local storm=$!
+    FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer "$cc" 5000000
+    wait $storm
+    local before backoffs th_storm rtos
+    before=$(cut -d: -f2 "$at")
+    backoffs=$(ss_field backoff | sort -n | tail -1)
+    # ssthresh in every sample taken during the backoffs.
+    th_storm=$(grep " backoff:" <<<"$SS_LINES" | grep -o " ssthresh:[0-9]*" | cut -d: -f2 | sort -un | tr '\n' ' ')
+    rtos=$(cc_state rtos)
+    echo "  rto storm: cwnd before ${before:-?}, max backoff ${backoffs:-0}, ssthresh during the backoffs: ${th_storm:-none}, module's RTO episodes $rtos, after: $(tail -1 <<<"$SS_LINES" | grep -o ' cwnd:[0-9]* ssthresh:[0-9]*')"
+    check "$cc: rto storm: the transfer survives 3 s of total loss byte-exact" test "$XFER_OK" = 1
+    check "$cc: rto storm: several backoff RTOs happened (max backoff ${backoffs:-0} >= 2)" test "${backoffs:-0}" -ge 2
+    check "$cc: rto storm: ssthresh set once for the episode (values during the backoffs: ${th_storm:-none})" \
+        test "$(wc -w <<<"$th_storm")" = 1
+    check "$cc: rto storm: one loss episode in the module's state (rtos $rtos)" test "$rtos" = 1
+    net_down
+    rm -f "$at"
+}
+
+# Finding 3 (window growth while not cwnd-limited).
+test_app_limited() {
+    local cc=$1
+    net_up fifo || { bad "$cc: network setup"; return; }
+    SEND_ARGS="--chunk 1000 --interval 0.01" transfer "$cc" 150000
+    local first last
+    first=$(ss_field cwnd | head -1)
+    last=$(ss_field cwnd | tail -1)
+    echo "  app-limited (150 x 1 kB / 10 ms, ${XFER_MS} ms): cwnd first ${first:-?} max $MAX_CWND last ${last:-?}, median rtt $MED_RTT ms"
+    check "$cc: app-limited: transfer byte-exact" test "$XFER_OK" = 1
+    if [[ $cc == oscar ]]; then
+        # (OSCAR's window follows its rate × RTT, not ACK counting.)
+        check "$cc: app-limited: window >= 2 packets" test "$MIN_CWND" -ge 2 -o "$MAX_CWND" -ge 2
+    else
+        check "$cc: app-limited: the window does not grow without the window limiting (max $MAX_CWND <= first ${first:-?} + 2)" \
+            test -n "$first" -a "$MAX_CWND" -le $((${first:-0} + 2))
+    fi
+    net_down
+}
+
+# Finding 2 (idle restart only after an RTO of silence).
+test_idle() {
+    local cc=$1 drained idle
+    net_up fifo || { bad "$cc: network setup"; return; }
+    FLOWS_REFRESH=1 SEND_ARGS="--chunk 20000 --interval 0.02 --hold 1.5" transfer "$cc" 1000000
+    drained=$(cc_state idle_restarts)
+    check "$cc: drain every round: transfer byte-exact" test "$XFER_OK" = 1
+    net_down
+    net_up fifo
+    FLOWS_REFRESH=1 SEND_ARGS="--chunk 20000 --interval 1 --hold 1.5" transfer "$cc" 80000
+    idle=$(cc_state idle_restarts)
+    echo "  idle restarts: 50 rounds of 20 kB every 20 ms: $drained; 4 writes 1 s apart: $idle"
+    check "$cc: a flow that drains every round keeps its state (idle restarts $drained = 0)" test "$drained" = 0
+    check "$cc: 1 s of silence (> RTO) is an idle restart (3 gaps: $idle)" test "$idle" -ge 2 -a "$idle" -le 3
+    net_down
+}
+
+# Finding 8 (no ECN negotiated).
+test_no_ecn_peer() {
+    local cc=$1 ecn rec rto
+    net_up red || { bad "$cc: network setup"; return; }
+    ip netns exec rcv sysctl -qw net.ipv4.tcp_ecn=0
+    RCV_CC=cubic FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer "$cc" 2000000
+    ecn=$(cc_state ecn_ok); rec=$(cc_state recoveries); rto=$(cc_state rtos)
+    echo "  non-ECN peer behind RED: ecn_ok $ecn, recoveries $rec, rtos $rto, delivered_ce $DELIVERED_CE, median cwnd $MED_CWND, median rtt $MED_RTT ms"
+    check "$cc: non-ECN peer: transfer byte-exact" test "$XFER_OK" = 1
+    check "$cc: non-ECN peer: the module reports ECN off (ecn_ok $ecn)" test "$ecn" = 0
+    check "$cc: non-ECN peer: reacts to RED's drops instead (recoveries $rec + rtos $rto > 0)" test $((rec + rto)) -gt 0
+    net_down
+}
+
+# Finding 3 (never below 2 packets): a sub-millisecond path whose CC sees
+# its 20 Mbit/s queue as heavy congestion (base RTT configured 100 µs).
+test_delayed_ack() {
+    local cc=$1 secs
+    NET_INTRA_US=100 configure_cc "$cc"
+    RTT=0ms net_up fifo || { bad "$cc: network setup"; return; }
+    transfer "$cc" 1000000
+    echo "  µs path (delayed ACKs on the receiver): 1 MB in $XFER_MS ms, min cwnd $MIN_CWND, median cwnd $MED_CWND, median rtt $MED_RTT ms"
+    check "$cc: µs path: transfer byte-exact" test "$XFER_OK" = 1
+    check "$cc: µs path: the window never below 2 packets (min $MIN_CWND)" test "$MIN_CWND" -ge 2
+    # One packet per 40 ms delayed-ACK timeout would take ~27 s; the link 0.4 s.
+    check "$cc: µs path: no delayed-ACK crawl (1 MB in $XFER_MS ms < 8 s)" test "$XFER_MS" -lt 8000
+    net_down
+    configure_cc "$cc"
+}
+
+# Finding 5 (base RTT from the first sample when the handshake has none).
+test_base_rtt_seed() {
+    local cc=$1 base retrans
+    RTT=40ms net_up fifo || { bad "$cc: network setup"; return; }
+    ip netns exec snd sysctl -qw net.ipv4.tcp_timestamps=0
+    # The first SYN is lost: the handshake is retransmitted and gives no RTT
+    # (the loss ends once the SYN is out; the retransmission follows 1 s later).
+    tc -n snd qdisc add dev vs root netem loss 100%
+    ip netns exec snd bash -c 'for _ in $(seq 1 600); do ss -tnH state syn-sent | grep -q . && break; sleep 0.02; done
+        sleep 0.2; tc qdisc del dev vs root' &
+    FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer "$cc" 1000000
+    wait
+    base=$(cc_state base_rtt_us)
+    retrans=$(grep -o ' retrans:[0-9/]*' <<<"$SS_LINES" | tail -1)
+    echo "  40 ms path, handshake without RTT: base_rtt_us $base (intra-DC constant ${NET_INTRA_US:-4000}), median rtt $MED_RTT ms,${retrans:- no retrans field}"
+    check "$cc: no handshake RTT: transfer byte-exact" test "$XFER_OK" = 1
+    check "$cc: no handshake RTT: base RTT from the first sample ($base us >= 30000 on the 40 ms path)" test "$base" -ge 30000
+    net_down
+}
+
+for cc in "${ccs[@]}"; do
+    echo "=== tcp_$cc"
+    insmod "$root/kmods/tcp_$cc.ko" || { bad "insmod tcp_$cc"; continue; }
+    configure_cc "$cc"
+    test_rto_storm "$cc"
+    test_app_limited "$cc"
+    test_idle "$cc"
+    [[ $cc == oscar ]] || test_no_ecn_peer "$cc"
+    test_delayed_ack "$cc"
+    test_base_rtt_seed "$cc"
+    w=0
+    while ! rmmod "tcp_$cc" 2>/dev/null && ((w < 60)); do sleep 2; w=$((w + 2)); done
+    check "tcp_$cc: unloads after the event tests" sh -c "! grep -qw ^tcp_$cc /proc/modules"
+done
+echo "${pass} passed, ${fail} failed"
+((fail == 0))
