@@ -193,6 +193,36 @@ impl Sk {
         // internally (without fq) once asked to.
         unsafe { bindings::tcp_request_pacing(self.sk) }
     }
+
+    /// ECN was not negotiated (a peer with `tcp_ecn=0`, or a middlebox that
+    /// clears the handshake's ECN bits): stop sending ECT. For a
+    /// `TCP_CONG_NEEDS_ECN` CC the stack sets ECT on the socket for the SYN
+    /// (`tcp_ecn_send_syn()`) and again right after `init`
+    /// (`tcp_init_congestion_control()` → `INET_ECN_xmit()`), whether or
+    /// not the handshake negotiated ECN, so every packet would leave ECT(0):
+    /// a RED/ECN port then marks CE instead of dropping, the peer echoes
+    /// nothing, and the flow gets neither signal. DCTCP avoids it by
+    /// swapping itself for Reno in `init`; xdcc keeps its algorithm and
+    /// clears ECT (`INET_ECN_dontxmit()`) on the first transmission and on
+    /// ACKs. A no-op when ECN was negotiated or ECT is already clear.
+    fn stop_ect_without_ecn(&mut self) {
+        const INET_ECN_MASK: u8 = 3;
+        const AF_INET6: u16 = 10;
+        // SAFETY: `sk` is a locked full TCP socket (invariant): `tcp_sock`
+        // starts with `inet_sock`, whose `tos` and (IPv6) `pinet6->tclass`
+        // are plain fields that INET_ECN_dontxmit() clears the same way.
+        unsafe {
+            let inet = self.sk as *mut bindings::inet_sock;
+            if (*self.tp()).ecn_flags & bindings::TCP_ECN_OK as u8 != 0 || (*inet).tos & INET_ECN_MASK == 0 {
+                return;
+            }
+            (*inet).tos &= !INET_ECN_MASK;
+            let np = (*inet).pinet6;
+            if (*self.sk).__sk_common.skc_family == AF_INET6 && !np.is_null() {
+                (*np).tclass &= !INET_ECN_MASK;
+            }
+        }
+    }
 }
 
 /// # Safety
@@ -303,6 +333,9 @@ unsafe extern "C" fn cong_control<T: KernelCc>(
     let flow = unsafe { sk.flow::<T::Algo>() };
     let u = flow.on_ack(T::params().current(), &pacing(), &view, &sample);
     sk.apply(&u);
+    if T::NEEDS_ECN && view.ecn_ok == 0 {
+        sk.stop_ect_without_ecn();
+    }
 }
 
 unsafe extern "C" fn set_state<T: KernelCc>(sk: *mut bindings::sock, new_state: u8) {
@@ -320,6 +353,11 @@ unsafe extern "C" fn cwnd_event<T: KernelCc>(sk: *mut bindings::sock, ev: bindin
     // SAFETY: between init and release, valid socket.
     let mut sk = unsafe { Sk::new(sk) };
     let (view, rcv_nxt, pending) = (sk.view(), sk.rcv_nxt(), sk.delayed_ack_pending());
+    if T::NEEDS_ECN && view.ecn_ok == 0 {
+        // (CA_EVENT_TX_START comes before the first data packet's IP header
+        // is built: that packet already leaves without ECT.)
+        sk.stop_ect_without_ecn();
+    }
     // SAFETY: between init and release.
     let flow = unsafe { sk.flow::<T::Algo>() };
     if T::NEEDS_ECN {

@@ -21,6 +21,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("dc-uno", include_str!("../profiles/dc-uno.toml")),
     ("dc-uno-phantom", include_str!("../profiles/dc-uno-phantom.toml")),
     ("dc-amrt", include_str!("../profiles/dc-amrt.toml")),
+    ("dc-amrt-deep", include_str!("../profiles/dc-amrt-deep.toml")),
     ("dc-smartt", include_str!("../profiles/dc-smartt.toml")),
     ("dc-fifo", include_str!("../profiles/dc-fifo.toml")),
     ("wan-border", include_str!("../profiles/wan-border.toml")),

@@ -47,7 +47,11 @@
 //!   losses and QuickAdapt for UnoCC; losses and its WAN delay signal
 //!   (RTT above base + T) for Gemini; losses and delay-armed QuickAdapt for
 //!   SMaRTT; delay for OSCAR (tests/linux.rs, `without_ecn_...`) — and
-//!   reports `ecn_ok = 0` in its state so the operator can see it.
+//!   reports `ecn_ok = 0` in its state so the operator can see it. The
+//!   modules also clear the ECT that the stack sets on a NEEDS_ECN socket
+//!   whether or not ECN was negotiated (`kmods/glue.rs`,
+//!   `stop_ect_without_ecn`), so RED ports drop instead of marking CE that
+//!   nobody echoes.
 
 use super::fixed::{mul_div, mul_sat, sat_u32};
 use super::{AckSample, CongestionControl, Event, FlowInit, NetConfig, Tunables, ICSK_CA_PRIV_SIZE};

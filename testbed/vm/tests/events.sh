@@ -130,7 +130,10 @@ test_idle() {
     net_down
 }
 
-# Finding 8 (no ECN negotiated).
+# Finding 8 (no ECN negotiated). The stack sets ECT on a NEEDS_ECN CC's
+# socket (for the SYN and again after `init`) whether or not ECN was
+# negotiated; the module clears it (kmods/glue.rs, stop_ect_without_ecn), so
+# RED drops the flow's packets instead of marking CE the peer never echoes.
 test_no_ecn_peer() {
     local cc=$1 ecn rec rto
     net_up red || { bad "$cc: network setup"; return; }
@@ -140,7 +143,7 @@ test_no_ecn_peer() {
     echo "  non-ECN peer behind RED: ecn_ok $ecn, recoveries $rec, rtos $rto, delivered_ce $DELIVERED_CE, median cwnd $MED_CWND, median rtt $MED_RTT ms"
     check "$cc: non-ECN peer: transfer byte-exact" test "$XFER_OK" = 1
     check "$cc: non-ECN peer: the module reports ECN off (ecn_ok $ecn)" test "$ecn" = 0
-    check "$cc: non-ECN peer: reacts to RED's drops instead (recoveries $rec + rtos $rto > 0)" test $((rec + rto)) -gt 0
+    check "$cc: non-ECN peer: its packets leave without ECT, so RED drops instead of marking and it reacts (recoveries $rec + rtos $rto > 0)" test $((rec + rto)) -gt 0
     net_down
 }
 
@@ -151,6 +154,11 @@ test_delayed_ack() {
     NET_INTRA_US=100 configure_cc "$cc"
     RTT=0ms net_up fifo || { bad "$cc: network setup"; return; }
     transfer "$cc" 1000000
+    if [[ -z $MED_RTT ]]; then
+        # (Under TCG the `ss` sampler now and then gets no sample at all.)
+        echo "  µs path: no ss sample, repeating the run once"
+        transfer "$cc" 1000000
+    fi
     echo "  µs path (delayed ACKs on the receiver): 1 MB in $XFER_MS ms, min cwnd $MIN_CWND, median cwnd $MED_CWND, median rtt $MED_RTT ms"
     check "$cc: µs path: transfer byte-exact" test "$XFER_OK" = 1
     check "$cc: µs path: the window never below 2 packets (min $MIN_CWND)" test "$MIN_CWND" -ge 2
