@@ -27,18 +27,8 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-ccs=("$@")
-# shellcheck disable=SC2207
-((${#ccs[@]})) || ccs=($(sed -n 's/^ *cc_spec!(\([a-z]*\)::.*/\1/p' "$root/kmods/algo/src/lib.rs"))
-echo "CCs under test: ${ccs[*]}"
-
-pass=0
-fail=0
-ok() { echo "PASS: $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-
 source "$here/lib.sh"
+select_ccs "$root" "$@" || { echo "0 passed, 1 failed"; exit 1; }
 
 FLOWS_CLI="$root/target/release/xdcc"
 if [[ ! -x $FLOWS_CLI ]]; then

@@ -16,24 +16,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 only_robustness=0
 if [[ ${1:-} == robustness ]]; then only_robustness=1; shift; fi
-ccs=("$@")
-# (No process substitution: the guest has no /dev/fd.)
-# shellcheck disable=SC2207
-((${#ccs[@]})) || ccs=($(sed -n 's/^ *cc_spec!(\([a-z]*\)::.*/\1/p' "$root/kmods/algo/src/lib.rs"))
-if ((${#ccs[@]} == 0)); then
-    echo "FAIL: no CC list (cc_spec! lines in kmods/algo/src/lib.rs)"
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-echo "CCs under test: ${ccs[*]}"
-
-pass=0
-fail=0
-ok() { echo "PASS: $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-
 source "$here/lib.sh"
+select_ccs "$root" "$@" || { echo "0 passed, 1 failed"; exit 1; }
 
 sysctl_dir() { echo "/proc/sys/net/xdcc/$1"; }
 

@@ -2,6 +2,30 @@
 # shellcheck shell=bash
 xfer="python3 $(dirname "${BASH_SOURCE[0]}")/xfer.py"
 
+# Test bookkeeping: check WHAT COMMAND... counts a PASS or FAIL line.
+pass=0
+fail=0
+ok() { echo "PASS: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+
+# select_ccs ROOT [CC...]: sets `ccs` to the given CCs, or to every xdcc CC
+# (the algorithm crate's list, `cc_spec!` lines in kmods/algo/src/lib.rs),
+# and prints them; fails when there is no list.
+select_ccs() {
+    local root=$1
+    shift
+    ccs=("$@")
+    # (No process substitution: the guest has no /dev/fd.)
+    # shellcheck disable=SC2207
+    ((${#ccs[@]})) || ccs=($(sed -n 's/^ *cc_spec!(\([a-z]*\)::.*/\1/p' "$root/kmods/algo/src/lib.rs"))
+    if ((${#ccs[@]} == 0)); then
+        echo "FAIL: no CC list (cc_spec! lines in kmods/algo/src/lib.rs)"
+        return 1
+    fi
+    echo "CCs under test: ${ccs[*]}"
+}
+
 RATE=20mbit
 RTT=4ms   # base RTT; BDP 10 kB (7 packets)
 
