@@ -43,6 +43,10 @@ def serve(port: int) -> None:
 
 
 def send(host: str, port: int, total: int, cc: str, hold: float, chunk: int, interval: float) -> None:
+    # Paced writes: the data is made before connecting, so that the first
+    # write follows the handshake at once (a slow start-up under TCG would
+    # otherwise read as an idle period longer than the RTO).
+    data = b"".join(block(j) for j in range(total // CHUNK + 1))[:total] if interval > 0 else b""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if cc:
         s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
@@ -59,7 +63,6 @@ def send(host: str, port: int, total: int, cc: str, hold: float, chunk: int, int
     sent = 0
     i = 0
     if interval > 0:
-        data = b"".join(block(j) for j in range(total // CHUNK + 1))[:total]
         next_t = time.monotonic()
         while sent < total:
             b = data[sent : sent + chunk]
