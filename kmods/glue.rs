@@ -208,9 +208,10 @@ impl Sk {
     fn stop_ect_without_ecn(&mut self) {
         const INET_ECN_MASK: u8 = 3;
         const AF_INET6: u16 = 10;
-        // SAFETY: `sk` is a locked full TCP socket (invariant): `tcp_sock`
-        // starts with `inet_sock`, whose `tos` and (IPv6) `pinet6->tclass`
-        // are plain fields that INET_ECN_dontxmit() clears the same way.
+        // `tcp_sock` starts with `inet_sock`, whose `tos` and (IPv6)
+        // `pinet6->tclass` are plain fields; INET_ECN_dontxmit() clears them
+        // the same way.
+        // SAFETY: `sk` is a locked full TCP socket (invariant), so both casts and field accesses are valid.
         unsafe {
             let inet = self.sk as *mut bindings::inet_sock;
             if (*self.tp()).ecn_flags & bindings::TCP_ECN_OK as u8 != 0 || (*inet).tos & INET_ECN_MASK == 0 {
