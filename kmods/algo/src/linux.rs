@@ -591,9 +591,6 @@ impl LinkState {
     pub fn ce_state(&self) -> u8 {
         (self.flags & Self::CE != 0) as u8
     }
-    pub fn idle_restarts(&self) -> u8 {
-        self.idle_restarts
-    }
     pub fn rtos(&self) -> u8 {
         self.rtos
     }
