@@ -89,6 +89,7 @@ net_down() {
 # transfer CC BYTES: sends BYTES from snd to rcv with the netns default CC
 # set to CC (the receiver's: RCV_CC, default CC; SEND_ARGS: more arguments
 # of `xfer.py send`); samples `ss -tin` on the sender while it runs. Sets XFER_OK, XFER_MS,
+# XFER_LATE (paced sender: writes that started >= 200 ms after the one before),
 # SS_LINES (all samples of the connection to port 5001), MAX_CWND, MIN_CWND, MED_CWND, MED_RTT, LAST_PACING and
 # MED_PACING (bit/s, median over the second half of the samples).
 transfer() {
@@ -156,6 +157,8 @@ transfer_once() {
     local s r
     s=$(awk '{print $1, $2}' "$out/snd")
     r=$(cat "$out/rcv")
+    XFER_LATE=$(awk '{print $4}' "$out/snd")
+    XFER_LATE=${XFER_LATE:-0}
     XFER_OK=0
     [[ -n $s && "$s" == "$r" && ${s%% *} == "$bytes" ]] && XFER_OK=1
     MAX_CWND=$(grep -o 'cwnd:[0-9]*' "$out/ss" | cut -d: -f2 | sort -n | tail -1)

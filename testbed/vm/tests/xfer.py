@@ -8,6 +8,9 @@
                                      then keep the socket open for --hold seconds; with
                                      --interval, as one write of --chunk bytes every S
                                      seconds (an application-limited sender)
+                                     and a fourth field: how many writes started
+                                     200 ms (Linux's minimum RTO) or more after
+                                     the one before (a stalled sender)
 """
 import argparse
 import hashlib
@@ -62,10 +65,18 @@ def send(host: str, port: int, total: int, cc: str, hold: float, chunk: int, int
     h = hashlib.sha256()
     sent = 0
     i = 0
+    late = 0
     if interval > 0:
         next_t = time.monotonic()
+        last_write = None
         while sent < total:
             b = data[sent : sent + chunk]
+            now = time.monotonic()
+            # A write that starts an RTO or more after the one before may
+            # follow a real idle period (the guest stalled the sender).
+            if last_write is not None and now - last_write >= 0.2:
+                late += 1
+            last_write = now
             s.sendall(b)
             h.update(b)
             sent += len(b)
@@ -77,7 +88,7 @@ def send(host: str, port: int, total: int, cc: str, hold: float, chunk: int, int
         h.update(b)
         sent += len(b)
         i += 1
-    print(sent, h.hexdigest(), used, flush=True)
+    print(sent, h.hexdigest(), used, late, flush=True)
     if hold > 0:
         time.sleep(hold)
     s.close()
