@@ -1,5 +1,5 @@
-//! xdcc-sim: a deterministic packet-level simulator of one or two bottleneck
-//! queues that runs the xdcc algorithm files (`kmods/algo`) unchanged.
+//! xdcc-sim: a seeded packet-level simulator of queues in series that runs
+//! the xdcc algorithm files (`kmods/algo`) unchanged.
 //!
 //! ```no_run
 //! let sc = xdcc_sim::Scenario::from_file("testbed/sim/scenarios/rtt-fairness.toml".as_ref())?;
@@ -19,7 +19,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 pub use cc::CcKind;
-pub use metrics::{jain, FlowReport, QueueReport, RunReport};
+pub use metrics::{jain, mean_ci95, FlowReport, QueueReport, RunReport};
 pub use scenario::Scenario;
 pub use sim::{Series, CLOCK_BASE_NS};
 
@@ -36,6 +36,66 @@ pub fn run(sc: &Scenario, kind: CcKind) -> Result<RunReport> {
 /// Runs the scenario once per algorithm listed in `cc`.
 pub fn run_all(sc: &Scenario) -> Result<Vec<RunReport>> {
     sc.cc_kinds()?.into_iter().map(|k| run(sc, k)).collect()
+}
+
+/// Runs the scenario once per algorithm and per seed (`seed`, `seed + 1`,
+/// ... `seed + seeds - 1`): one list of reports per seed.
+pub fn run_seeds(sc: &Scenario, seeds: u32) -> Result<Vec<Vec<RunReport>>> {
+    (0..seeds as u64)
+        .map(|i| {
+            let mut s = sc.clone();
+            s.seed = sc.seed.wrapping_add(i);
+            run_all(&s)
+        })
+        .collect()
+}
+
+/// The table of [`table`] over several seeds: per algorithm and metric, the
+/// mean and the half-width of its 95 % confidence interval. `runs[s][c]` is
+/// seed `s`'s report for algorithm `c`. Convergence counts only the seeds
+/// that converged (`n/N` says how many).
+pub fn table_seeds(runs: &[Vec<RunReport>]) -> String {
+    let mut out = String::new();
+    let Some(first) = runs.first() else { return out };
+    let groups: Vec<String> = first.first().map(|r| r.group_mean_rate_mbps.keys().cloned().collect()).unwrap_or_default();
+    let cell = |x: &[f64], prec: usize| {
+        let (m, h) = mean_ci95(x);
+        format!("{m:.prec$}±{h:.prec$}")
+    };
+    out.push_str(&format!(
+        "{} seeds, mean ± 95 % interval\n{:<8} {:>12} {:>14} {:>16} {:>14} {:>14} {:>14}",
+        runs.len(),
+        "cc",
+        "util%",
+        "jain",
+        "conv_ms",
+        "qmean_kB",
+        "q99_kB",
+        "drops"
+    ));
+    for g in &groups {
+        out.push_str(&format!(" {:>16}", format!("{g}_Mbps")));
+    }
+    out.push('\n');
+    for c in 0..first.len() {
+        let of = |f: &dyn Fn(&RunReport) -> Option<f64>| runs.iter().filter_map(|seed| seed.get(c).and_then(f)).collect::<Vec<f64>>();
+        let conv = of(&|r| r.convergence_ms);
+        out.push_str(&format!(
+            "{:<8} {:>12} {:>14} {:>16} {:>14} {:>14} {:>14}",
+            first[c].cc,
+            cell(&of(&|r| Some(r.queues[0].utilization * 100.0)), 1),
+            cell(&of(&|r| r.jain_final), 3),
+            if conv.is_empty() { "never".to_string() } else { format!("{} {}/{}", cell(&conv, 0), conv.len(), runs.len()) },
+            cell(&of(&|r| Some(r.queues[0].mean_qlen_kb)), 1),
+            cell(&of(&|r| Some(r.queues[0].p99_qlen_kb)), 1),
+            cell(&of(&|r| Some(r.queues.iter().map(|q| q.drops).sum::<u64>() as f64)), 0),
+        ));
+        for g in &groups {
+            out.push_str(&format!(" {:>16}", cell(&of(&|r| r.group_mean_rate_mbps.get(g).copied()), 1)));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// Writes `<dir>/<cc>/summary.json` and `<dir>/<cc>/timeseries.csv`.

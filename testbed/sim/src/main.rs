@@ -1,5 +1,6 @@
-//! `xdcc-sim run <scenario.toml> [--cc uno,gemini] [--out DIR]`: simulate and
-//! print a table; writes JSON and CSV per algorithm when `--out` is given.
+//! `xdcc-sim run <scenario.toml> [--cc uno,gemini] [--seeds N] [--out DIR]`:
+//! simulate and print a table; writes JSON and CSV per algorithm (and seed)
+//! when `--out` is given.
 
 use std::path::PathBuf;
 
@@ -31,6 +32,10 @@ enum Cmd {
         /// the same as `[params.amrt] spare_increase = 0` in the file).
         #[arg(long, value_name = "CC.NAME=VALUE")]
         set: Vec<String>,
+        /// Repeat with this many seeds (the file's `seed` and the ones after
+        /// it) and print mean ± 95 % interval per metric.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        seeds: u32,
     },
     /// Check a scenario file and print it back normalized.
     Check { scenario: PathBuf },
@@ -38,7 +43,7 @@ enum Cmd {
 
 fn main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Run { scenario, cc, out, json, set } => {
+        Cmd::Run { scenario, cc, out, json, set, seeds } => {
             let mut sc = xdcc_sim::Scenario::from_file(&scenario)?;
             if !cc.is_empty() {
                 sc.cc = cc;
@@ -50,6 +55,26 @@ fn main() -> Result<()> {
                 sc.params.entry(cc.to_string()).or_default().insert(name.to_string(), value);
             }
             sc.validate()?;
+            if seeds > 1 {
+                let runs = xdcc_sim::run_seeds(&sc, seeds)?;
+                if let Some(dir) = &out {
+                    for (i, reports) in runs.iter().enumerate() {
+                        for r in reports {
+                            xdcc_sim::write_report(&dir.join(format!("seed-{}", sc.seed.wrapping_add(i as u64))), r)?;
+                        }
+                    }
+                }
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&runs)?);
+                } else {
+                    println!("scenario {} ({} ms simulated)", sc.name, sc.duration_ms);
+                    print!("{}", xdcc_sim::table_seeds(&runs));
+                    if let Some(dir) = &out {
+                        println!("results: {}", dir.display());
+                    }
+                }
+                return Ok(());
+            }
             let reports = xdcc_sim::run_all(&sc)?;
             if let Some(dir) = &out {
                 for r in &reports {

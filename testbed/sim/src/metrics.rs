@@ -87,6 +87,28 @@ pub fn jain(x: &[f64]) -> Option<f64> {
     Some(s * s / (x.len() as f64 * s2))
 }
 
+/// Mean of `x` and the half-width of its 95 % confidence interval
+/// (Student's t, `n - 1` degrees of freedom; 0 for fewer than two values).
+pub fn mean_ci95(x: &[f64]) -> (f64, f64) {
+    let n = x.len();
+    if n == 0 {
+        return (f64::NAN, 0.0);
+    }
+    let mean = x.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, 0.0);
+    }
+    let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    // Two-sided 97.5 % quantiles of t for 1..=30 degrees of freedom, then
+    // the normal 1.96.
+    const T975: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    let t = T975.get(n - 2).copied().unwrap_or(1.96);
+    (mean, t * (var / n as f64).sqrt())
+}
+
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     if v.is_empty() {
         return 0.0;
@@ -259,4 +281,22 @@ fn series_csv(sim: &Sim, jain: &[(f64, Option<f64>)], w: usize) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confidence_interval_uses_students_t() {
+        // sd 1, n 3: 4.303 / sqrt(3).
+        let (m, h) = mean_ci95(&[1.0, 2.0, 3.0]);
+        assert!((m - 2.0).abs() < 1e-12 && (h - 4.303 / 3f64.sqrt()).abs() < 1e-9, "{m} ± {h}");
+        assert_eq!(mean_ci95(&[5.0]), (5.0, 0.0));
+        assert!(mean_ci95(&[]).0.is_nan());
+        // Many samples: the normal quantile.
+        let x: Vec<f64> = (0..100).map(|i| (i % 2) as f64).collect();
+        let sd = (25.0f64 / 99.0).sqrt();
+        assert!((mean_ci95(&x).1 - 1.96 * sd / 10.0).abs() < 1e-9);
+    }
 }

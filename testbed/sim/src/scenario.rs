@@ -69,9 +69,19 @@ pub struct Scenario {
     /// Lower bound of the retransmission timeout.
     #[serde(default = "default_min_rto_us")]
     pub min_rto_us: f64,
-    /// Seed of the deterministic random source (RED marking, random loss).
+    /// Seed of the deterministic random source (RED marking, random loss,
+    /// timing jitter).
     #[serde(default)]
     pub seed: u64,
+    /// Per-packet timing jitter at the sender, in µs: each packet reaches its
+    /// first queue a uniformly drawn 0..`jitter_us` later (seeded; a flow's
+    /// packets stay in order). Real hosts never send in lockstep: without
+    /// it, flows that start together meet every queue in the same order and
+    /// one of them deterministically wins the start-up. Default: one MTU
+    /// time at `net.link_rate_gbps`; 0 turns it off (exact event-order
+    /// ties, for tests that check an equation packet by packet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_us: Option<f64>,
     /// Pacing for algorithms that only set a window, as Linux does when a CC
     /// asks for pacing: `rate = gain × cwnd / srtt` (the stack's
     /// `tcp_update_pacing_rate` uses 1.2 in congestion avoidance). 0 = off.
@@ -230,6 +240,12 @@ impl Scenario {
         Self::from_toml(&text).with_context(|| format!("in {}", path.display()))
     }
 
+    /// The timing jitter in ns (see `jitter_us`).
+    pub fn jitter_ns(&self) -> u64 {
+        let us = self.jitter_us.unwrap_or(self.net.mtu as f64 * 8.0 / (self.net.link_rate_gbps * 1e3));
+        (us * 1e3).round() as u64
+    }
+
     pub fn cc_kinds(&self) -> Result<Vec<CcKind>> {
         self.cc.iter().map(|s| CcKind::parse(s)).collect()
     }
@@ -256,6 +272,11 @@ impl Scenario {
         pos("fairness_window_ms", self.fairness_window_ms)?;
         frac("jain_threshold", self.jain_threshold)?;
         pos("min_rto_us", self.min_rto_us)?;
+        if let Some(j) = self.jitter_us {
+            if !(j.is_finite() && (0.0..=10_000.0).contains(&j)) {
+                bail!("jitter_us must be within [0, 10000], got {j}");
+            }
+        }
         if !(self.window_pacing_gain.is_finite() && (self.window_pacing_gain == 0.0 || (0.5..=10.0).contains(&self.window_pacing_gain))) {
             bail!("window_pacing_gain must be 0 (off) or within [0.5, 10], got {}", self.window_pacing_gain);
         }

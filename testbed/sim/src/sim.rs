@@ -18,8 +18,13 @@
 //!   first; a retransmission timeout (max(min_rto, 3·srtt)) retransmits
 //!   everything outstanding. Headers, delayed ACKs and the receive window are
 //!   not modelled.
+//! - Hosts are not in lockstep: every packet reaches its first queue up to
+//!   `jitter_us` (default one MTU time) later than its NIC finished it, drawn
+//!   from the seed, a flow's packets staying in order. Simultaneous arrivals
+//!   at a queue are therefore ordered at random, not by which flow the
+//!   scenario lists first.
 //! - Same seed, same scenario: the same result, bit for bit (ties between
-//!   events are broken by insertion order).
+//!   events at the same nanosecond are broken by insertion order).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -212,6 +217,8 @@ pub(crate) struct Flow {
     outstanding: VecDeque<Sent>,
     retx: VecDeque<(u64, u32)>,
     nic_free_ns: u64,
+    /// When the last packet sent reaches the first queue (jitter keeps order).
+    first_hop_arrival_ns: u64,
     next_pace_ns: u64,
     wake_at: Option<u64>,
     rto_armed: bool,
@@ -271,6 +278,7 @@ pub(crate) struct Sim {
     pub events: u64,
     pub packets_sent: u64,
     window_pacing_gain: f64,
+    jitter_ns: u64,
     /// Flow whose every ACK is printed to stderr (`XDCC_SIM_TRACE=<index>`).
     trace: Option<usize>,
 }
@@ -389,6 +397,7 @@ impl Sim {
                     outstanding: VecDeque::new(),
                     retx: VecDeque::new(),
                     nic_free_ns: 0,
+                    first_hop_arrival_ns: 0,
                     next_pace_ns: 0,
                     wake_at: None,
                     rto_armed: false,
@@ -426,6 +435,7 @@ impl Sim {
             events: 0,
             packets_sent: 0,
             window_pacing_gain: sc.window_pacing_gain,
+            jitter_ns: sc.jitter_ns(),
             trace: std::env::var("XDCC_SIM_TRACE").ok().and_then(|v| v.parse().ok()),
         };
         for i in 0..sim.flows.len() {
@@ -562,7 +572,12 @@ impl Sim {
                 send_time: now,
                 inflight_at_send: f.inflight.min(u32::MAX as u64) as u32,
             };
-            let arrive = f.nic_free_ns + f.hop_delay_ns;
+            let mut arrive = f.nic_free_ns + f.hop_delay_ns;
+            if self.jitter_ns > 0 {
+                arrive += self.rng.next_u64() % (self.jitter_ns + 1);
+                arrive = arrive.max(f.first_hop_arrival_ns + 1);
+            }
+            f.first_hop_arrival_ns = arrive;
             let q0 = f.path[0];
             let arm = !f.rto_armed;
             f.rto_armed = true;

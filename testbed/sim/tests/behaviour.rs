@@ -148,14 +148,34 @@ fn oscar_reaches_the_new_fair_share_in_a_bounded_number_of_periods() {
     // 0.01 per τ); 1→10 in 12 periods, almost all of it feedback delay: the
     // nine line-rate starters fill the 1 MB buffer (RTT grows to 0.5 ms =
     // 10 τ) before the first estimate reaches anyone, then one step.
+    // Without timing jitter: the model's exact sequence of steps.
     let tau_ms = 0.05;
-    let r = run(&scenario("oscar-10to1"), CcKind::Oscar).unwrap();
+    let mut sc = scenario("oscar-10to1");
+    sc.jitter_us = Some(0.0);
+    let r = run(&sc, CcKind::Oscar).unwrap();
     let down = oscar_periods_to_fair_share(&r, 30.0, 10e9, tau_ms, 4);
-    let r2 = run(&scenario("oscar-1to10"), CcKind::Oscar).unwrap();
+    let mut sc2 = scenario("oscar-1to10");
+    sc2.jitter_us = Some(0.0);
+    let r2 = run(&sc2, CcKind::Oscar).unwrap();
     let up = oscar_periods_to_fair_share(&r2, 30.0, 1e9, tau_ms, 4);
     eprintln!("10->1: {down:?} periods of tau; 1->10: {up:?} periods of tau");
     assert!(down.expect("10->1 converges") <= 30.0, "10->1 took {down:?} periods");
     assert!(up.expect("1->10 converges") <= 30.0, "1->10 took {up:?} periods");
+}
+
+#[test]
+#[ignore = "does not hold with the default timing jitter (one MTU time, 1.2 us): 10->1 takes 35-70 periods for seeds 0-2 (4-79 with 0.1 us of jitter), 1->10 16-25 periods or never; the lone flow then climbs in small steps instead of the one MIMD step it takes without jitter (cause not yet traced)"]
+fn oscar_reaches_the_new_fair_share_in_a_bounded_number_of_periods_with_jitter() {
+    for seed in 0..3 {
+        let mut sc = scenario("oscar-10to1");
+        sc.seed = seed;
+        let down = oscar_periods_to_fair_share(&run(&sc, CcKind::Oscar).unwrap(), 30.0, 10e9, 0.05, 4);
+        let mut sc2 = scenario("oscar-1to10");
+        sc2.seed = seed;
+        let up = oscar_periods_to_fair_share(&run(&sc2, CcKind::Oscar).unwrap(), 30.0, 1e9, 0.05, 4);
+        eprintln!("seed {seed}: 10->1: {down:?} periods of tau; 1->10: {up:?} periods of tau");
+        assert!(down.is_some_and(|p| p <= 30.0) && up.is_some_and(|p| p <= 30.0), "seed {seed}: {down:?} / {up:?}");
+    }
 }
 
 #[test]
@@ -178,7 +198,8 @@ fn oscar_holds_the_queue_at_its_target() {
     eprintln!("{}", show(&r));
     let q = r.queues[0].mean_qlen_kb;
     assert!((62.5 * 0.75..=62.5 * 1.25).contains(&q), "{}", show(&r));
-    assert!(r.jain_final.unwrap() >= 0.99, "{}", show(&r));
+    // (0.998 without timing jitter; 0.973-0.993 with 0.1-1.2 us of it.)
+    assert!(r.jain_final.unwrap() >= 0.97, "{}", show(&r));
     assert!(r.queues[0].utilization >= 0.98, "{}", show(&r));
 }
 
@@ -188,7 +209,9 @@ fn oscar_holds_the_queue_at_its_target() {
 fn smartt_quick_adapt_drops_an_incast_to_the_fair_share_within_one_target_rtt() {
     // smartt-uec-nscc §III-E: in a 16:1 incast the window drops to ~1/16 one
     // target RTT after the first packet is acknowledged.
-    let sc = scenario("incast-16to1");
+    // Without timing jitter: the deadline below is exact to a packet time.
+    let mut sc = scenario("incast-16to1");
+    sc.jitter_us = Some(0.0);
     let r = run(&sc, CcKind::Smartt).unwrap();
     let base_us = 100.0 + 2.0 * 1.2; // propagation + two serializations
     let trtt_us = base_us + 50.0; // + target queueing delay (0.5 × 100 µs)
@@ -249,6 +272,27 @@ fn uno_keeps_the_physical_queue_near_empty() {
 // ------------------------------------------------------------ simulator --
 
 #[test]
+fn flows_that_start_together_share_the_start_up_overload() {
+    // uno-sc25 Fig. 3 starts 4 intra- and 4 inter-DC flows at once. With
+    // the hosts in lockstep (no jitter) the queue always served the same
+    // inter-DC flow first: it lost 84 packets where the other three lost
+    // ~1295 each and delivered 515 MB to their ~377. With the default
+    // timing jitter no flow of a group wins, for any seed.
+    for seed in 0..3 {
+        let mut sc = scenario("rtt-fairness");
+        sc.seed = seed;
+        let r = run(&sc, CcKind::Uno).unwrap();
+        for group in ["intra", "inter"] {
+            let mb: Vec<f64> = r.flows.iter().filter(|f| f.group == group).map(|f| f.delivered_mb).collect();
+            let (lo, hi) = mb.iter().fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+            eprintln!("seed {seed} {group}: delivered {mb:.0?} MB");
+            assert!(hi <= 1.1 * lo, "seed {seed}: one {group} flow won the start-up: {mb:?} MB; {}", show(&r));
+        }
+        assert!(r.jain_final.unwrap() >= 0.95, "seed {seed}: {}", show(&r));
+    }
+}
+
+#[test]
 fn same_seed_same_result_bit_for_bit() {
     let sc = scenario("rtt-fairness");
     let a = run(&sc, CcKind::Uno).unwrap();
@@ -276,6 +320,7 @@ fn bad_scenarios_are_rejected_with_the_field_named() {
     let good = std::fs::read_to_string(format!("{}/scenarios/single-flow.toml", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let cases = [
         (good.replace("duration_ms = 200", "duration_ms = -1"), "duration_ms"),
+        (good.replace("duration_ms = 200", "duration_ms = 200\njitter_us = -0.5"), "jitter_us"),
         (good.replace("cc = [\"uno\", \"gemini\", \"smartt\", \"oscar\"]", "cc = [\"reno\"]"), "reno"),
         (good.replace("path = [\"tor\"]", "path = [\"nowhere\"]"), "nowhere"),
         (good.replace("buffer_kb = 1000", "buffer_kb = 0"), "buffer_kb"),
