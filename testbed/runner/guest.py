@@ -15,13 +15,11 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flowgen  # noqa: E402
 import netns  # noqa: E402
-import nlstats  # noqa: E402
 import scenario as scen  # noqa: E402
 import topology  # noqa: E402
 
@@ -89,43 +87,55 @@ def addr(host, v6):
     return topology.host_addr(host, v6)
 
 
-class Sampler(threading.Thread):
+class Sampler:
     """Every sample_ms: tcp_info of each long flow (sender side) and the
-    counters of every monitored port."""
+    counters of every monitored port, from one `xdcc sample` process (Rust,
+    netlink sockets opened once per namespace; it writes NDJSON to a file,
+    read into the run's raw JSON when the run ends)."""
 
-    def __init__(self, t0, period, senders, long_ports, ports, v6):
-        super().__init__(daemon=True)
-        self.t0, self.period = t0, period
-        self.socks = {h: nlstats.Sockets(h, v6) for h in senders}
-        self.long_ports = long_ports
-        self.ports = [(p, nlstats.Qdiscs(ns), topology.ifindex(ns, dev)) for p, ns, dev in ports]
+    def __init__(self, t0, period, senders, long_ports, ports, v6, path):
+        self.t0, self.long_ports, self.path = t0, long_ports, path
         self.flows = {}
         self.queues = {p: [] for p, _, _ in ports}
-        self.stop = threading.Event()
+        self.stats = {}
+        by_host = {}
+        for (h, port) in long_ports:
+            by_host.setdefault(h, []).append(port)
+        args = [XDCC, "sample", "--interval-ms", str(max(1, int(round(period * 1000))))]
+        for h in senders:
+            args += ["--sockets", f"{h}:{','.join(str(p) for p in sorted(by_host.get(h, [])))}"]
+        for p in self.queues:
+            args += ["--port", p]
+        if v6:
+            args.append("--ipv6")
+        self.out = open(path, "w")
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=self.out, stderr=subprocess.PIPE, text=True)
 
-    def run(self):
-        nxt = time.monotonic()
-        while not self.stop.is_set():
-            for h, s in self.socks.items():
-                best = {}
-                now = time.monotonic() - self.t0  # when this namespace is read
-                dump = s.dump()
-                for f in dump:
-                    fid = self.long_ports.get((h, f["dport"]))
-                    if fid is not None and f.get("bytes_acked", 0) >= best.get(fid, {}).get("bytes_acked", -1):
-                        best[fid] = f
-                for fid, f in best.items():
-                    self.flows.setdefault(fid, []).append(
-                        [round(now, 4), f.get("bytes_acked", 0), f.get("cwnd", 0), f.get("rtt_us", 0),
-                         f.get("total_retrans", 0), f.get("delivered_ce", 0), f.get("pacing_rate", 0),
-                         f.get("cc", "")])
-            for p, q, idx in self.ports:
-                now = time.monotonic() - self.t0  # the kernel reads the counters now
-                st = q.dump().get(idx)
-                if st:
-                    self.queues[p].append([round(now, 4), st["backlog"], st["qlen"], st["bytes"], st["drops"]])
-            nxt += self.period
-            self.stop.wait(max(0.0, nxt - time.monotonic()))
+    def finish(self):
+        """Stops the sampler (closing its stdin) and reads what it wrote."""
+        try:
+            _, err = self.proc.communicate(input="", timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        self.out.close()
+        if self.proc.returncode != 0:
+            raise RuntimeError(f"xdcc sample failed ({self.proc.returncode}): {err.strip()}")
+        with open(self.path) as fh:
+            for line in fh:
+                r = json.loads(line)
+                if "sampler" in r:
+                    self.stats = r["sampler"]
+                elif "port" in r:
+                    self.queues[r["port"]].append([round(r["t"] - self.t0, 4), r["backlog"], r["qlen"], r["bytes"],
+                                                   r["drops"]])
+                else:
+                    fid = self.long_ports.get((r["ns"], r["dport"]))
+                    if fid is not None:
+                        self.flows.setdefault(fid, []).append(
+                            [round(r["t"] - self.t0, 4), r["bytes_acked"], r["cwnd"], r["rtt_us"],
+                             r["total_retrans"], r["delivered_ce"], r["pacing_rate"], r["cc"]])
+        os.remove(self.path)  # (all of it is in the run's raw JSON)
 
 
 def parse_port(spec):
@@ -214,12 +224,12 @@ def one_run(s, t, name, label, out, idx, total):
         procs.append(netns.popen(f["dst"], ["iperf3", "-s", "-1", "-p", str(f["port"])],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(0.5)
-    ports = [(p, *parse_port(p)) for p in [s["bottleneck"]] + s["monitor"]]
+    ports = [(p, *parse_port(p)) for p in dict.fromkeys([s["bottleneck"]] + s["monitor"])]
     qdisc_before = qdisc_text(ports)
     t0 = time.monotonic()
     cpu0 = cpu_times()
-    sampler = Sampler(t0, s["sample_ms"] / 1000.0, sorted(senders), long_ports, ports, s["ipv6"])
-    sampler.start()
+    sampler = Sampler(t0, s["sample_ms"] / 1000.0, sorted(senders), long_ports, ports, s["ipv6"],
+                      os.path.join(out, "raw", run_id + ".samples.ndjson"))
     clients, threads = {}, []
     wall0 = time.time()
     last_progress = 0
@@ -266,8 +276,7 @@ def one_run(s, t, name, label, out, idx, total):
         except (subprocess.TimeoutExpired, ValueError, KeyError) as e:
             p.kill()
             f["iperf3"] = {"error": f"iperf3 gave no result: {e}"}
-    sampler.stop.set()
-    sampler.join()
+    sampler.finish()
     qdisc_after = qdisc_text(ports)
     for p in procs:
         if p.poll() is None:
@@ -292,7 +301,7 @@ def one_run(s, t, name, label, out, idx, total):
         "queues": sampler.queues, "queue_fields": ["t", "backlog_bytes", "qlen", "sent_bytes", "drops"],
         "fct": list(fct), "fct_unfinished": unfinished,
         "qdisc_stats": {"before": qdisc_before, "after": qdisc_after},
-        "cpu": cpu, "sample_gaps_ms": gaps(sampler.queues),
+        "cpu": cpu, "sample_gaps_ms": gaps(sampler.queues), "sampler": sampler.stats,
     }
     with open(os.path.join(out, "raw", run_id + ".json"), "w") as fh:
         json.dump(raw, fh)

@@ -2,7 +2,7 @@
 # Host tests of the eBPF programs, the xdcc agent and the CLI, in network
 # namespaces and a cgroup made here (nothing else on the machine is touched).
 #
-#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [phantom] [bpfcc]   (default: all; root)
+#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [sample] [phantom] [bpfcc]   (default: all; root)
 #
 # Needs target/release/xdcc (cargo build --release -p xdcc), python3, jq,
 # nft, bpftool and iproute2 (ebpf/install-toolchain.sh installs them).
@@ -15,7 +15,7 @@ XFER="python3 $root/userspace/tests/xfer.py"
 [[ -x $X ]] || { echo "netns.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "netns.sh: must run as root" >&2; exit 2; }
 sections=("$@")
-((${#sections[@]})) || sections=(telemetry reroute cli switch phantom bpfcc)
+((${#sections[@]})) || sections=(telemetry reroute cli switch sample phantom bpfcc)
 
 tag=x$$
 work=$(mktemp -d /tmp/xdcc-netns.XXXXXX)
@@ -420,6 +420,49 @@ switch() {
     expect_fail "switch apply to a missing interface" "tc .*nosuch0|Cannot find device" "$X" switch apply dc-fifo nosuch0 --netns "$S"
 }
 
+# ---------------------------------------------------------------- sample
+# `xdcc sample` (the testbed's sampler): one process, run from the root
+# namespace, reads sockets and a port's qdisc in other namespaces.
+sample() {
+    log "sample: sockets and queue counters of other namespaces, NDJSON, stops when stdin closes"
+    local S D; mkns S sa; mkns D sad
+    link "$S" p0 "$D" p1
+    ip -n "$S" link set p0 gso_max_segs 1 # MTU packets into the 9-packet fifo, as a switch port sees them
+    ip -n "$S" addr add 10.95.0.1/24 dev p0; ip -n "$D" addr add 10.95.0.2/24 dev p1
+    check "a 20 Mbit/s dc-fifo port to sample" "$X" switch apply dc-fifo p0 --netns "$S" --rate-mbit 20
+    ip netns exec "$D" iperf3 -s -p 5501 -D
+    sleep 0.5
+    in_ns "$S" iperf3 -c 10.95.0.2 -p 5501 -t 3 -C cubic >/dev/null &
+    local c=$!; pids+=("$c")
+    sleep 0.5
+    "$X" sample --sockets "$S:5501,5999" --port "$S:p0" --interval-ms 100 --duration 2 >"$work/sample.ndjson" </dev/null
+    wait "$c" 2>/dev/null || true
+    local f="$work/sample.ndjson"
+    check "flow samples of the data connection (bytes_acked grows, cubic, a window)" python3 -c '
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+f = [x for x in r if x.get("dport") == 5501]
+assert len(f) >= 10 and all(x["ns"] == sys.argv[2] and x["cc"] == "cubic" and x["cwnd"] > 0 for x in f), f[:3]
+assert f[-1]["bytes_acked"] > f[0]["bytes_acked"] + 1_000_000, (f[0], f[-1])
+assert not [x for x in r if x.get("dport") == 5999]' "$f" "$S"
+    check "queue samples of the port: bytes sent grow at ~20 Mbit/s, a backlog builds" python3 -c '
+import json, sys
+q = [json.loads(l) for l in open(sys.argv[1])]
+q = [x for x in q if x.get("port") == sys.argv[2]]
+assert len(q) >= 10, len(q)
+rate = (q[-1]["bytes"] - q[0]["bytes"]) * 8 / (q[-1]["t"] - q[0]["t"])
+assert 15e6 < rate < 22e6, rate
+assert max(x["backlog"] for x in q) > 0' "$f" "$S:p0"
+    check "the last line reports the sampler's own timing" python3 -c '
+import json, sys
+s = json.loads(open(sys.argv[1]).readlines()[-1])["sampler"]
+assert s["samples"] >= 15 and s["gap_max_ms"] < 1000, s' "$f"
+    check "stops when stdin closes" timeout 10 bash -c "echo | $X sample --port $S:p0 >/dev/null"
+    expect_fail "sample: a missing interface is named" "no interface nosuch0" "$X" sample --port "$S:nosuch0" --duration 1
+    expect_fail "sample: a bad --sockets spec" "expected NAMESPACE:PORT" "$X" sample --sockets "$S" --duration 1
+    expect_fail "sample: a missing namespace" "network namespace nosuchns" "$X" sample --sockets nosuchns:1 --duration 1
+}
+
 # ---------------------------------------------------------------- phantom
 # Uno's phantom queue on a 50 Mbit/s port (TBF): draining at 90 % of the
 # line rate, it marks a flow that fills the port and never one paced at 40 %.
@@ -659,8 +702,8 @@ bpfcc() {
 
 for s in "${sections[@]}"; do
     case $s in
-        telemetry|reroute|cli|switch|phantom|bpfcc) "$s" ;;
-        *) echo "netns.sh: unknown section $s (telemetry, reroute, cli, switch, phantom, bpfcc)" >&2; exit 2 ;;
+        telemetry|reroute|cli|switch|sample|phantom|bpfcc) "$s" ;;
+        *) echo "netns.sh: unknown section $s (telemetry, reroute, cli, switch, sample, phantom, bpfcc)" >&2; exit 2 ;;
     esac
 done
 echo "$passed passed, $failed failed"

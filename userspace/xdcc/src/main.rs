@@ -15,6 +15,7 @@ mod flows;
 mod kernel;
 mod metrics;
 mod proto;
+mod sampler;
 mod sockdiag;
 
 use std::{
@@ -149,6 +150,26 @@ enum Cmd {
         /// Stop after this many seconds (default: until SIGINT/SIGTERM).
         #[arg(long)]
         duration: Option<u64>,
+    },
+    /// Sample TCP sockets and port queues in network namespaces, one JSON
+    /// object per line on stdout, until stdin closes (the testbed's sampler).
+    Sample {
+        /// NAMESPACE:PORT[,PORT...]: report, per destination port, the
+        /// socket of that namespace with the most bytes acknowledged.
+        #[arg(long = "sockets", value_name = "NS:PORTS", value_parser = sampler::parse_sockets)]
+        sockets: Vec<(String, Vec<u16>)>,
+        /// NAMESPACE:INTERFACE: the root qdisc's counters (repeatable).
+        #[arg(long = "port", value_name = "NS:DEV", value_parser = sampler::parse_port)]
+        ports: Vec<(String, String, String)>,
+        /// Sampling period in milliseconds.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+        interval_ms: u64,
+        /// Stop after this many seconds (without it: when stdin closes).
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Sample IPv6 sockets instead of IPv4.
+        #[arg(long)]
+        ipv6: bool,
     },
     /// Print a shell completion script (e.g. `xdcc completions bash >
     /// /etc/bash_completion.d/xdcc`).
@@ -527,6 +548,21 @@ fn run(cli: Cli) -> Result<()> {
             tokio_rt()?.block_on(mark_phantom(&iface, cfg, duration))
         }
         Cmd::MarkCe { iface, every, duration } => tokio_rt()?.block_on(mark_ce(&iface, every, duration)),
+        Cmd::Sample { sockets, ports, interval_ms, duration, ipv6 } => {
+            if let Some(d) = duration {
+                if !(d.is_finite() && d > 0.0) {
+                    bail!(failure::bad_value(format!("--duration {d}: must be a positive number of seconds")));
+                }
+            }
+            let plan = sampler::Plan {
+                sockets,
+                ports,
+                period: std::time::Duration::from_millis(interval_ms),
+                duration: duration.map(std::time::Duration::from_secs_f64),
+                ipv6,
+            };
+            sampler::run(&plan, &mut std::io::BufWriter::new(std::io::stdout().lock()))
+        }
         Cmd::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "xdcc", &mut std::io::stdout());
             Ok(())
