@@ -4,6 +4,8 @@ OUT/summary.{json,csv}, OUT/timeseries/<run>.csv, plots (PNG and SVG) under
 OUT/plots/, and OUT/report.md comparing the CCs; prints the summary table.
 
     report.py OUT
+    report.py --combine OUT REP_DIR...   mean and 95 % interval per metric over
+                                         repeated runs (testbed/run.sh --repeat N)
 """
 
 import csv
@@ -164,7 +166,100 @@ def phase_rows(ms):
     return rows
 
 
+# Student's t, two-sided 97.5 % quantiles for 1..30 degrees of freedom (the
+# same table as the simulator's `mean_ci95`), then the normal 1.96.
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042]
+
+
+def mean_ci95(xs):
+    """Mean and half-width of the 95 % confidence interval (0 for one value)."""
+    n = len(xs)
+    if n == 0:
+        return None, None
+    mean = sum(xs) / n
+    if n < 2:
+        return mean, 0.0
+    var = sum((x - mean) ** 2 for x in xs) / (n - 1)
+    t = T975[n - 2] if n - 2 < len(T975) else 1.96
+    return mean, t * (var / n) ** 0.5
+
+
+REPEAT_METRICS = [  # (header, getter, decimals)
+    ("util%", lambda m: None if m["utilization"] is None else 100 * m["utilization"], 1),
+    ("jain", lambda m: m["jain"], 3),
+    ("conv_s", lambda m: m["convergence_s"], 1),
+    ("intra_Mbps", lambda m: m["intra"]["per_flow_mbps"], 1),
+    ("inter_Mbps", lambda m: m["inter"]["per_flow_mbps"], 1),
+    ("inter/intra", lambda m: m["inter_intra_ratio"], 2),
+    ("q_mean_kB", lambda m: m["queue_mean_kb"], 1),
+    ("q_p99_kB", lambda m: m["queue_p99_kb"], 1),
+    ("drops", lambda m: m["drops"], 0),
+    ("retx", lambda m: m["retransmits"], 0),
+    ("cpu%", lambda m: None if m.get("guest_cpu_busy") is None else 100 * m["guest_cpu_busy"], 0),
+]
+
+
+def combine(out, dirs):
+    """OUT/report.md and OUT/summary.json over the repetitions in `dirs` (each
+    a run directory with its own summary.json): per (cc, point) and metric the
+    mean, the 95 % interval and how many repetitions had a value."""
+    reps = []
+    for d in dirs:
+        try:
+            with open(os.path.join(d, "summary.json")) as fh:
+                reps.append(json.load(fh))
+        except OSError as e:
+            print(f"report.py: {d}: no summary.json ({e.strerror})", file=sys.stderr)
+            sys.exit(1)
+    keys, vals = [], {}
+    for rep in reps:
+        for m in rep["runs"]:
+            k = (m["cc"], m["label"] or "-")
+            if k not in vals:
+                keys.append(k)
+                vals[k] = []
+            vals[k].append(m)
+    rows = []
+    for k in keys:
+        row = {"cc": k[0], "point": k[1], "repeats": len(vals[k])}
+        for name, get, _ in REPEAT_METRICS:
+            xs = [v for v in (get(m) for m in vals[k]) if v is not None]
+            mean, hw = mean_ci95(xs)
+            row[name] = {"mean": mean, "ci95": hw, "n": len(xs), "values": xs}
+        rows.append(row)
+    with open(os.path.join(out, "summary.json"), "w") as fh:
+        json.dump({"scenario": reps[0]["scenario"], "repeats": len(reps), "rows": rows}, fh, indent=1)
+
+    def cell(r, name, nd):
+        c = r[name]
+        if c["mean"] is None:
+            return "-"
+        s = f"{c['mean']:.{nd}f} ± {c['ci95']:.{nd}f}"
+        return s if c["n"] == r["repeats"] else f"{s} ({c['n']}/{r['repeats']})"
+
+    heads = ["cc", "point"] + [h for h, _, _ in REPEAT_METRICS]
+    md = [f"# {reps[0]['scenario']}: {len(reps)} repetitions", "",
+          "Mean ± half-width of the 95 % confidence interval (Student's t) per metric; `(n/N)`: only n of "
+          "the N repetitions had a value (e.g. `conv_s` when a run never converged). Each repetition's own "
+          "report: " + ", ".join(f"[{os.path.basename(d)}]({os.path.basename(d)}/report.md)" for d in dirs) + ".", "",
+          "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for r in rows:
+        md.append("| " + " | ".join([r["cc"], r["point"]] + [cell(r, h, nd) for h, _, nd in REPEAT_METRICS]) + " |")
+    with open(os.path.join(out, "report.md"), "w") as fh:
+        fh.write("\n".join(md) + "\n")
+    print("\n".join(md[4:]))
+    print(f"\nreport: {os.path.join(out, 'report.md')}")
+
+
 def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "--combine":
+        if len(sys.argv) < 4:
+            print(__doc__.strip(), file=sys.stderr)
+            sys.exit(2)
+        combine(sys.argv[2], sys.argv[3:])
+        return
     if len(sys.argv) != 2:
         print(__doc__.strip(), file=sys.stderr)
         sys.exit(2)

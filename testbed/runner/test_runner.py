@@ -11,7 +11,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flowgen  # noqa: E402
+import json  # noqa: E402
 import metrics  # noqa: E402
+import report  # noqa: E402
 import scenario  # noqa: E402
 import topology  # noqa: E402
 
@@ -238,6 +240,45 @@ class Topology(unittest.TestCase):
             paths = {(ns, dev): topology.derive_profile(prof, d, f"g{ns}-{dev}", rate, delay)
                      for ns, dev, prof, rate, delay in topology.ports(gem)}
             self.assertEqual(topology.markers(gem, paths), [])
+
+
+class Repeats(unittest.TestCase):
+    def test_mean_and_interval(self):
+        # sd 1, n 3: t(2) = 4.303, half-width 4.303 / sqrt(3).
+        m, h = report.mean_ci95([1.0, 2.0, 3.0])
+        self.assertAlmostEqual(m, 2.0)
+        self.assertAlmostEqual(h, 4.303 / 3 ** 0.5, places=9)
+        self.assertEqual(report.mean_ci95([5.0]), (5.0, 0.0))
+        self.assertEqual(report.mean_ci95([]), (None, None))
+
+    def test_combine_repetitions(self):
+        """`testbed/run.sh --repeat N` reduces N run directories to one table:
+        per (cc, point) and metric the mean, the interval and how many
+        repetitions had a value."""
+        def run(cc, util, conv):
+            return {"cc": cc, "label": "", "utilization": util, "jain": 0.9, "convergence_s": conv,
+                    "intra": {"per_flow_mbps": 10.0}, "inter": {"per_flow_mbps": None}, "inter_intra_ratio": None,
+                    "queue_mean_kb": 1.0, "queue_p99_kb": 2.0, "drops": 3, "retransmits": 4, "guest_cpu_busy": 0.5}
+        with tempfile.TemporaryDirectory() as d:
+            reps = []
+            for i, (u, c) in enumerate([(0.90, 1.0), (0.92, None), (0.94, 3.0)]):
+                r = os.path.join(d, f"rep-{i + 1}")
+                os.makedirs(r)
+                with open(os.path.join(r, "summary.json"), "w") as fh:
+                    json.dump({"scenario": "s", "runs": [run("uno", u, c), run("cubic", 0.5, None)]}, fh)
+                reps.append(r)
+            report.combine(d, reps)
+            with open(os.path.join(d, "summary.json")) as fh:
+                rows = json.load(fh)["rows"]
+            with open(os.path.join(d, "report.md")) as fh:
+                md = fh.read()
+        self.assertEqual([r["cc"] for r in rows], ["uno", "cubic"])
+        uno = rows[0]
+        self.assertAlmostEqual(uno["util%"]["mean"], 92.0)
+        self.assertAlmostEqual(uno["util%"]["ci95"], 4.303 * 2.0 / 3 ** 0.5, places=6)
+        self.assertEqual(uno["conv_s"]["n"], 2)
+        self.assertIn("2.0 ± 12.7 (2/3)", md)  # conv_s: 1 and 3 s, one repetition never converged
+        self.assertIsNone(rows[1]["conv_s"]["mean"])
 
 
 if __name__ == "__main__":
