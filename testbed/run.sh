@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The 2-DC testbed, from build to report:
 #
-#   testbed/run.sh [SCENARIO] [--cc a,b,...] [--duration S] [--out DIR]
+#   testbed/run.sh [SCENARIO] [--cc a,b,...] [--duration S] [--repeat N] [--out DIR]
 #   testbed/run.sh --capacity          measure what the VM forwards
 #   testbed/run.sh --list              shipped scenarios
 #
@@ -20,11 +20,15 @@ scenario=a-rtt-fairness
 out=""
 guest_args=()
 mode=run
+repeat=1
 while (($#)); do
     case $1 in
         --cc) guest_args+=(--cc "$2"); shift 2 ;;
         --duration) guest_args+=(--duration "$2"); shift 2 ;;
         --out) out=$2; shift 2 ;;
+        --repeat)
+            [[ ${2:-} =~ ^[1-9][0-9]?$ ]] || { echo "testbed/run.sh: --repeat takes a number of repetitions, 1-99 (got '${2:-}')" >&2; exit 2; }
+            repeat=$2; shift 2 ;;
         --capacity) mode=capacity; shift ;;
         --list) mode=list; shift ;;
         -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
@@ -77,17 +81,39 @@ fi
 
 runs=$(/usr/bin/python3 testbed/runner/guest.py check "$scenario" "${guest_args[@]}" --count)
 limit=$(( runs * ($(/usr/bin/python3 testbed/runner/guest.py check "$scenario" "${guest_args[@]}" --duration-of) + 90) + 120 ))
-echo "[testbed] $runs run(s) in the VM (time limit ${limit}s); results in $out" >&2
-set +e
-testbed/vm/run.sh --timeout "$limit" --out "$out" testbed/runner/guest.sh run "$scenario" "$out" "${guest_args[@]}" \
-    >"$out/vm.log" 2>&1 &
-vm=$!
-tail -n +1 -f "$out/vm.log" --pid=$vm | grep --line-buffered '^\[tb\]\|^error\|Traceback\|File "\|Error\|XDCC-EXIT\|^Warning\|WARNING\|BUG'
-wait $vm
-rc=$?
-set -e
-if ((rc != 0)); then
-    echo "[testbed] the VM run failed (exit $rc); full log: $out/vm.log" >&2
-    exit "$rc"
+
+# run_once DIR: every run of the scenario in one VM boot, then its report.
+run_once() {
+    local dir=$1
+    mkdir -p "$dir"
+    rm -rf "$dir/raw"
+    echo "[testbed] $runs run(s) in the VM (time limit ${limit}s); results in $dir" >&2
+    set +e
+    testbed/vm/run.sh --timeout "$limit" --out "$dir" testbed/runner/guest.sh run "$scenario" "$dir" "${guest_args[@]}" \
+        >"$dir/vm.log" 2>&1 &
+    local vm=$!
+    tail -n +1 -f "$dir/vm.log" --pid=$vm | grep --line-buffered '^\[tb\]\|^error\|Traceback\|File "\|Error\|XDCC-EXIT\|^Warning\|WARNING\|BUG'
+    wait $vm
+    local rc=$?
+    set -e
+    if ((rc != 0)); then
+        echo "[testbed] the VM run failed (exit $rc); full log: $dir/vm.log" >&2
+        exit "$rc"
+    fi
+    /usr/bin/python3 testbed/runner/report.py "$dir"
+}
+
+if ((repeat == 1)); then
+    run_once "$out"
+    exit 0
 fi
-/usr/bin/python3 testbed/runner/report.py "$out"
+# Repetitions: OUT/rep-1 ... OUT/rep-N, each a complete run directory, and
+# OUT/report.md with the mean and 95 % interval of every metric.
+rm -rf "$out"/rep-*
+reps=()
+for i in $(seq 1 "$repeat"); do
+    echo "[testbed] repetition $i of $repeat" >&2
+    run_once "$out/rep-$i"
+    reps+=("$out/rep-$i")
+done
+/usr/bin/python3 testbed/runner/report.py --combine "$out" "${reps[@]}"
