@@ -281,10 +281,22 @@ const fn str_eq(a: &str, b: &str) -> bool {
     true
 }
 
+/// Expands `$callback!(args... uno::Uno, gemini::Gemini, ...)`: every
+/// algorithm as `module::State`, in the order of [`CCS`] — the one list by
+/// type that other code expands over ([`with_cc!`], the simulator's dispatch
+/// enums). The callback is given as tokens in brackets, so that a path such as
+/// `$crate::with_cc` works: `for_each_cc!([my_macro] (extra, args,))`.
+#[cfg(not(xdcc_kernel))]
+#[macro_export]
+macro_rules! for_each_cc {
+    ([$($callback:tt)+] ($($args:tt)*)) => {
+        $($callback)+! { $($args)* uno::Uno, gemini::Gemini, oscar::Oscar, smartt::Smartt, amrt::Amrt }
+    };
+}
+
 /// Runs `$body` with `$cc` naming the algorithm's state type and `$params`
 /// its `Params`, for the CC called `$name` (without the `bpf_` prefix);
-/// `$other` for any other name. The one place outside [`CCS`] that lists the
-/// algorithms by type.
+/// `$other` for any other name (the algorithms from [`for_each_cc!`]).
 ///
 /// ```
 /// use xdcc_algo::{with_cc, Tunables};
@@ -295,8 +307,7 @@ const fn str_eq(a: &str, b: &str) -> bool {
 #[macro_export]
 macro_rules! with_cc {
     ($name:expr, |$cc:ident, $params:ident| $body:expr, _ => $other:expr) => {
-        $crate::with_cc!(@arms $name, $cc, $params, $body, $other,
-            uno::Uno, gemini::Gemini, oscar::Oscar, smartt::Smartt, amrt::Amrt)
+        $crate::for_each_cc!([$crate::with_cc] (@arms $name, $cc, $params, $body, $other,))
     };
     (@arms $name:expr, $cc:ident, $params:ident, $body:expr, $other:expr, $($m:ident :: $state:ident),*) => {
         match $name {

@@ -41,8 +41,16 @@ enum Cmd {
     Check { scenario: PathBuf },
 }
 
-fn main() -> Result<()> {
-    match Cli::parse().cmd {
+fn main() {
+    // One line per error (its causes joined), whatever RUST_BACKTRACE says.
+    if let Err(e) = run(Cli::parse()) {
+        eprintln!("xdcc-sim: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.cmd {
         Cmd::Run { scenario, cc, out, json, set, seeds } => {
             let mut sc = xdcc_sim::Scenario::from_file(&scenario)?;
             if !cc.is_empty() {

@@ -49,7 +49,7 @@ fn an_uncongested_flow_fills_the_link() {
     // reserves headroom.
     let mut sc = scenario("single-flow");
     sc.queue_overrides.remove("uno");
-    for kind in CcKind::ALL {
+    for &kind in CcKind::ALL {
         let r = run(&sc, kind).unwrap();
         eprintln!("{}", show(&r));
         assert!(r.queues[0].utilization >= 0.95, "{}", show(&r));
