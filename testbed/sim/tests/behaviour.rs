@@ -457,3 +457,25 @@ fn amrt_fig2_refills_the_link_as_flows_finish() {
     eprintln!("DCTCP (K = 65 packets): finishes {:.2?} ms, last 10 ms at {:.3}, queue mean {:.1} kB (AMRT {:.1} kB)",
         [fct(&d, 0), fct(&d, 1), fct(&d, 2)], last(&d), d.queues[0].mean_qlen_kb, amrt.queues[0].mean_qlen_kb);
 }
+
+#[test]
+fn every_shipped_scenario_loads_and_runs() {
+    let dir = format!("{}/scenarios", env!("CARGO_MANIFEST_DIR"));
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let mut sc = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+        // A short piece of each, for every listed algorithm: the file's
+        // references (queues, overrides, tunables) all resolve.
+        sc.duration_ms = sc.duration_ms.min(20.0);
+        sc.measure_from_ms = 0.0;
+        sc.sample_interval_us = sc.sample_interval_us.min(1000.0);
+        sc.fairness_window_ms = sc.fairness_window_ms.min(5.0);
+        xdcc_sim::run_all(&sc).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+        n += 1;
+    }
+    assert!(n >= 9, "only {n} scenarios under {dir}");
+}
