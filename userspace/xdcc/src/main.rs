@@ -14,6 +14,7 @@ mod failure;
 mod flows;
 mod kernel;
 mod metrics;
+mod netlink;
 mod proto;
 mod sampler;
 mod sockdiag;

@@ -31,7 +31,6 @@ use std::{
 };
 
 use anyhow::{bail, Context, Result};
-use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST};
 use netlink_packet_route::{
     tc::{TcAttribute, TcHandle, TcMessage, TcStats2},
     RouteNetlinkMessage,
@@ -127,60 +126,40 @@ fn route_socket() -> Result<Socket> {
 }
 
 /// Root-qdisc counters per interface index (`RTM_GETQDISC` dump).
-fn qdisc_dump(socket: &Socket, rx: &mut Vec<u8>) -> Result<BTreeMap<i32, QueueCounters>> {
-    let mut hdr = NetlinkHeader::default();
-    hdr.flags = NLM_F_REQUEST | NLM_F_DUMP;
-    let mut req = NetlinkMessage::new(hdr, RouteNetlinkMessage::GetQueueDiscipline(TcMessage::default()).into());
-    req.finalize();
-    let mut buf = vec![0; req.buffer_len()];
-    req.serialize(&mut buf);
-    socket.send(&buf, 0).context("sending the qdisc dump request")?;
+fn qdisc_dump(socket: &Socket) -> Result<BTreeMap<i32, QueueCounters>> {
     let mut roots: BTreeMap<i32, QueueCounters> = BTreeMap::new();
     let mut child_drops: BTreeMap<i32, u32> = BTreeMap::new();
-    loop {
-        let n = socket.recv(&mut &mut rx[..], 0).context("reading the qdisc dump")?;
-        let mut off = 0;
-        while off < n {
-            let msg = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&rx[off..n]).context("decoding a qdisc message")?;
-            let len = msg.header.length as usize;
-            match msg.payload {
-                NetlinkPayload::Done(_) => {
-                    for (idx, d) in child_drops {
-                        let r = roots.entry(idx).or_default();
-                        r.drops = r.drops.max(d);
-                    }
-                    return Ok(roots);
-                }
-                NetlinkPayload::Error(e) => bail!("qdisc dump: {e:?}"),
-                NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewQueueDiscipline(m)) => {
-                    let mut c = QueueCounters::default();
-                    for a in &m.attributes {
-                        if let TcAttribute::Stats2(stats) = a {
-                            for s in stats {
-                                match s {
-                                    TcStats2::Basic(b) => (c.bytes, c.packets) = (b.bytes, b.packets),
-                                    TcStats2::Queue(q) => (c.qlen, c.backlog, c.drops) = (q.qlen, q.backlog, q.drops),
-                                    _ => {}
-                                }
-                            }
-                        }
-                    }
-                    if m.header.parent == TcHandle::ROOT {
-                        let d = roots.get(&m.header.index).map_or(0, |r| r.drops);
-                        roots.insert(m.header.index, QueueCounters { drops: c.drops.max(d), ..c });
-                    } else {
-                        let d = child_drops.entry(m.header.index).or_default();
-                        *d = d.saturating_add(c.drops);
+    let request = RouteNetlinkMessage::GetQueueDiscipline(TcMessage::default());
+    crate::netlink::dump(socket, request, "the qdisc dump", |msg| {
+        let RouteNetlinkMessage::NewQueueDiscipline(m) = msg else { return Ok(()) };
+        let mut c = QueueCounters::default();
+        for a in &m.attributes {
+            if let TcAttribute::Stats2(stats) = a {
+                for s in stats {
+                    match s {
+                        TcStats2::Basic(b) => (c.bytes, c.packets) = (b.bytes, b.packets),
+                        TcStats2::Queue(q) => (c.qlen, c.backlog, c.drops) = (q.qlen, q.backlog, q.drops),
+                        _ => {}
                     }
                 }
-                _ => {}
             }
-            if len == 0 {
-                break;
-            }
-            off += len;
         }
+        if m.header.parent == TcHandle::ROOT {
+            let d = roots.get(&m.header.index).map_or(0, |r| r.drops);
+            roots.insert(m.header.index, QueueCounters { drops: c.drops.max(d), ..c });
+        } else {
+            let d = child_drops.entry(m.header.index).or_default();
+            *d = d.saturating_add(c.drops);
+        }
+        Ok(())
+    })?;
+    // A leaf's drop also counts at an HTB root, except netem's losses: take
+    // whichever saw more.
+    for (idx, d) in child_drops {
+        let r = roots.entry(idx).or_default();
+        r.drops = r.drops.max(d);
     }
+    Ok(roots)
 }
 
 /// Median and maximum of the time between consecutive samples, in ms.
@@ -227,7 +206,6 @@ pub fn run(plan: &Plan, out: &mut impl Write) -> Result<()> {
     let start = monotonic_s();
     let mut next = start;
     let mut times = Vec::new();
-    let mut rx = vec![0u8; 256 * 1024];
     while !stop.load(Ordering::Relaxed) {
         let t_sample = monotonic_s();
         if plan.duration.is_some_and(|d| t_sample - start >= d.as_secs_f64()) {
@@ -262,7 +240,7 @@ pub fn run(plan: &Plan, out: &mut impl Write) -> Result<()> {
         }
         for (ns, socket) in &route {
             let t = monotonic_s();
-            let counters = qdisc_dump(socket, &mut rx).with_context(|| format!("namespace {ns}"))?;
+            let counters = qdisc_dump(socket).with_context(|| format!("namespace {ns}"))?;
             for (label, _, idx) in ports.iter().filter(|p| p.1 == *ns) {
                 if let Some(c) = counters.get(idx) {
                     serde_json::to_writer(&mut *out, &QueueLine { t, port: label, counters: *c })?;

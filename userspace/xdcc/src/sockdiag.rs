@@ -7,8 +7,7 @@ use std::{
     net::{IpAddr, SocketAddr},
 };
 
-use anyhow::{bail, Context, Result};
-use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST};
+use anyhow::{Context, Result};
 use netlink_packet_sock_diag::{
     constants::*,
     inet::{nlas::Nla, ExtensionFlags, InetRequest, SocketId, StateFlags},
@@ -199,83 +198,56 @@ impl SockDiag {
     /// Every TCP socket of `family` but listeners, with tcp_info, the CC's
     /// name and an xdcc module's state.
     pub fn dump(&self, family: u8) -> Result<Vec<TcpSocket>> {
-        let socket = &self.socket;
-        let mut hdr = NetlinkHeader::default();
-        hdr.flags = NLM_F_REQUEST | NLM_F_DUMP;
         let mut states = StateFlags::all();
         states.remove(StateFlags::LISTEN);
-        let mut req = NetlinkMessage::new(
-            hdr,
-            SockDiagMessage::InetRequest(InetRequest {
-                family,
-                protocol: IPPROTO_TCP,
-                // VEGASINFO asks the CC for its get_info (as `ss -i` does).
-                extensions: ExtensionFlags::INFO | ExtensionFlags::CONG | ExtensionFlags::VEGASINFO,
-                states,
-                socket_id: if family == AF_INET { SocketId::new_v4() } else { SocketId::new_v6() },
-            })
-            .into(),
-        );
-        req.finalize();
-        let mut buf = vec![0; req.buffer_len()];
-        req.serialize(&mut buf);
-        socket.send(&buf, 0).context("sending the sock_diag request")?;
-
+        let request = SockDiagMessage::InetRequest(InetRequest {
+            family,
+            protocol: IPPROTO_TCP,
+            // VEGASINFO asks the CC for its get_info (as `ss -i` does).
+            extensions: ExtensionFlags::INFO | ExtensionFlags::CONG | ExtensionFlags::VEGASINFO,
+            states,
+            socket_id: if family == AF_INET { SocketId::new_v4() } else { SocketId::new_v6() },
+        });
         let mut out = Vec::new();
-        let mut rx = vec![0u8; 64 * 1024];
-        loop {
-            let n = socket.recv(&mut &mut rx[..], 0).context("reading sock_diag")?;
-            let mut off = 0;
-            while off < n {
-                let msg = NetlinkMessage::<SockDiagMessage>::deserialize(&rx[off..n]).context("decoding sock_diag")?;
-                let len = msg.header.length as usize;
-                match msg.payload {
-                    NetlinkPayload::Done(_) => return Ok(out),
-                    NetlinkPayload::Error(e) => bail!("sock_diag: {e:?}"),
-                    NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(r)) => {
-                        let id = &r.header.socket_id;
-                        let mut s = TcpSocket::new(
-                            SocketAddr::new(id.source_address, id.source_port),
-                            SocketAddr::new(id.destination_address, id.destination_port),
-                            state_name(r.header.state),
-                        );
-                        let mut info = None;
-                        for nla in r.nlas.iter() {
-                            match nla {
-                                Nla::Congestion(c) => s.cc = c.trim_end_matches('\0').to_string(),
-                                Nla::TcpInfo(t) => {
-                                    s.cwnd = t.snd_cwnd;
-                                    s.mss = t.snd_mss;
-                                    s.srtt_us = t.rtt;
-                                    s.min_rtt_us = t.min_rtt;
-                                    s.bytes_sent = t.bytes_sent;
-                                    s.bytes_acked = t.bytes_acked;
-                                    s.bytes_received = t.bytes_received;
-                                    s.bytes_retrans = t.bytes_retrans;
-                                    s.total_retrans = t.total_retrans;
-                                    s.delivered = t.delivered;
-                                    s.delivered_ce = t.delivered_ce;
-                                    s.pacing_rate = t.pacing_rate;
-                                }
-                                Nla::Other(a) if a.kind() == linux::INET_DIAG_XDCC => {
-                                    let mut b = vec![0u8; a.value_len()];
-                                    a.emit_value(&mut b);
-                                    info = linux::CcInfo::from_bytes(&b);
-                                }
-                                _ => {}
-                            }
-                        }
-                        s.cc_state = info.and_then(|i| CcState::decode(&s.cc, &i));
-                        out.push(s);
+        crate::netlink::dump(&self.socket, request, "sock_diag", |msg| {
+            let SockDiagMessage::InetResponse(r) = msg else { return Ok(()) };
+            let id = &r.header.socket_id;
+            let mut s = TcpSocket::new(
+                SocketAddr::new(id.source_address, id.source_port),
+                SocketAddr::new(id.destination_address, id.destination_port),
+                state_name(r.header.state),
+            );
+            let mut info = None;
+            for nla in r.nlas.iter() {
+                match nla {
+                    Nla::Congestion(c) => s.cc = c.trim_end_matches('\0').to_string(),
+                    Nla::TcpInfo(t) => {
+                        s.cwnd = t.snd_cwnd;
+                        s.mss = t.snd_mss;
+                        s.srtt_us = t.rtt;
+                        s.min_rtt_us = t.min_rtt;
+                        s.bytes_sent = t.bytes_sent;
+                        s.bytes_acked = t.bytes_acked;
+                        s.bytes_received = t.bytes_received;
+                        s.bytes_retrans = t.bytes_retrans;
+                        s.total_retrans = t.total_retrans;
+                        s.delivered = t.delivered;
+                        s.delivered_ce = t.delivered_ce;
+                        s.pacing_rate = t.pacing_rate;
+                    }
+                    Nla::Other(a) if a.kind() == linux::INET_DIAG_XDCC => {
+                        let mut b = vec![0u8; a.value_len()];
+                        a.emit_value(&mut b);
+                        info = linux::CcInfo::from_bytes(&b);
                     }
                     _ => {}
                 }
-                if len == 0 {
-                    break;
-                }
-                off += len;
             }
-        }
+            s.cc_state = info.and_then(|i| CcState::decode(&s.cc, &i));
+            out.push(s);
+            Ok(())
+        })?;
+        Ok(out)
     }
 }
 
