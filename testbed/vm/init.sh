@@ -33,6 +33,15 @@ chroot $h /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin
     XDCC_IN_VM=1 /bin/bash "$script" $args
 rc=$?
 echo "XDCC-EXIT $rc"
+# Debug kernels: make kmemleak scan now (its own scans run every 10 min) and
+# print what it suspects; run.sh fails the run on any report.
+if [ -e /sys/kernel/debug ] && mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null && [ -e /sys/kernel/debug/kmemleak ]; then
+    echo scan >/sys/kernel/debug/kmemleak
+    sleep 5
+    echo scan >/sys/kernel/debug/kmemleak
+    echo "[guest] kmemleak after the script:"
+    cat /sys/kernel/debug/kmemleak
+fi
 echo "[guest] kernel log:"
 dmesg
 sync

@@ -104,7 +104,7 @@ if [[ -z $rc ]]; then
     echo "[vm] the guest did not report an exit status (qemu exit $qrc)" >&2
     exit 1
 fi
-if grep -Eq '(BUG:|WARNING:|Oops|KASAN|kernel BUG|possible circular locking|possible recursive locking|inconsistent lock state|unreferenced object|Call Trace:|general protection)' "$log"; then
+if grep -Eq '(BUG:|WARNING:|Oops|KASAN|kernel BUG|possible circular locking|possible recursive locking|inconsistent lock state|unreferenced object|suspected memory leak|Call Trace:|general protection)' "$log"; then
     echo "[vm] the kernel log shows a warning or error (see above)" >&2
     exit 1
 fi
