@@ -52,6 +52,11 @@ pub struct RunReport {
     pub group_mean_rate_mbps: BTreeMap<String, f64>,
     /// Mean Jain index over the last fifth of the run.
     pub jain_final: Option<f64>,
+    /// Jain's index of the flows' mean rates over the measured interval
+    /// (from `measure_from_ms`): the testbed report's `jain` (its steady
+    /// state is the second half), so model and kernel compare like for like.
+    /// Only flows that ran for the whole interval count.
+    pub jain_of_means: Option<f64>,
     /// Time from the last change of the set of active flows until Jain's index
     /// reached the threshold and stayed there to the end of the run.
     pub convergence_ms: Option<f64>,
@@ -223,6 +228,15 @@ pub(crate) fn report(
         *v /= counts[g] as f64;
     }
 
+    let whole: Vec<f64> = sim
+        .flows
+        .iter()
+        .zip(&flows)
+        .filter(|(f, _)| f.start_ns <= from && f.stop_ns.map_or(true, |t| t >= end) && f.finish_ns.map_or(true, |t| t >= end))
+        .map(|(_, r)| r.mean_rate_mbps)
+        .collect();
+    let jain_of_means = jain(&whole);
+
     RunReport {
         scenario: scenario.to_string(),
         cc: cc.to_string(),
@@ -232,6 +246,7 @@ pub(crate) fn report(
         flows,
         group_mean_rate_mbps,
         jain_final,
+        jain_of_means,
         convergence_ms: conv,
         jain_threshold,
         fairness_window_ms: fairness_window_ns as f64 / 1e6,

@@ -209,7 +209,7 @@ pub(crate) struct Flow {
     host_rate_bps: f64,
     pub rtt_ns: u64,
     pub start_ns: u64,
-    stop_ns: Option<u64>,
+    pub stop_ns: Option<u64>,
     pub size: Option<u64>,
     snd_nxt: u64,
     pub delivered: u64,
