@@ -13,6 +13,7 @@ pub mod cc;
 pub mod metrics;
 pub mod scenario;
 pub mod sim;
+pub mod testbed;
 
 use std::path::Path;
 

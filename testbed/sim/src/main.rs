@@ -1,6 +1,9 @@
 //! `xdcc-sim run <scenario.toml> [--cc uno,gemini] [--seeds N] [--out DIR]`:
 //! simulate and print a table; writes JSON and CSV per algorithm (and seed)
-//! when `--out` is given.
+//! when `--out` is given. The scenario is a simulator file
+//! (`testbed/sim/scenarios`) or a testbed file (`testbed/scenarios`): the
+//! latter runs every `ccs` entry at every sweep point on the model of the
+//! testbed's network and prints the numbers the testbed report shows.
 
 use std::path::PathBuf;
 
@@ -52,17 +55,15 @@ fn main() {
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Run { scenario, cc, out, json, set, seeds } => {
+            let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;
+            if xdcc_sim::testbed::is_testbed_format(&text) {
+                return run_testbed(&scenario, &cc, out.as_deref(), json, &set, seeds);
+            }
             let mut sc = xdcc_sim::Scenario::from_file(&scenario)?;
             if !cc.is_empty() {
                 sc.cc = cc;
             }
-            for kv in &set {
-                let (key, value) = kv.split_once('=').ok_or_else(|| anyhow::anyhow!("--set {kv}: expected CC.NAME=VALUE"))?;
-                let (cc, name) = key.split_once('.').ok_or_else(|| anyhow::anyhow!("--set {kv}: expected CC.NAME=VALUE"))?;
-                let value: u64 = value.parse().map_err(|_| anyhow::anyhow!("--set {kv}: {value:?} is not a non-negative integer"))?;
-                sc.params.entry(cc.to_string()).or_default().insert(name.to_string(), value);
-            }
-            sc.validate()?;
+            apply_sets(&mut sc, &set)?;
             if seeds > 1 {
                 let runs = xdcc_sim::run_seeds(&sc, seeds)?;
                 if let Some(dir) = &out {
@@ -109,9 +110,72 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Cmd::Check { scenario } => {
+            let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;
+            if xdcc_sim::testbed::is_testbed_format(&text) {
+                let (tb, dir) = xdcc_sim::testbed::TestbedScenario::from_file(&scenario)?;
+                for p in tb.points(&stem(&scenario), &dir)? {
+                    println!("# {} {}{}", p.entry, p.label, p.notes.iter().map(|n| format!(" ({n})")).collect::<String>());
+                    if let Some(sc) = &p.scenario {
+                        print!("{}", toml::to_string_pretty(sc)?);
+                    }
+                }
+                return Ok(());
+            }
             let sc = xdcc_sim::Scenario::from_file(&scenario)?;
             print!("{}", toml::to_string_pretty(&sc)?);
         }
+    }
+    Ok(())
+}
+
+/// `--set CC.NAME=VALUE` into the scenario's tunables, then re-validated.
+fn apply_sets(sc: &mut xdcc_sim::Scenario, set: &[String]) -> Result<()> {
+    for kv in set {
+        let (key, value) = kv.split_once('=').ok_or_else(|| anyhow::anyhow!("--set {kv}: expected CC.NAME=VALUE"))?;
+        let (cc, name) = key.split_once('.').ok_or_else(|| anyhow::anyhow!("--set {kv}: expected CC.NAME=VALUE"))?;
+        let value: u64 = value.parse().map_err(|_| anyhow::anyhow!("--set {kv}: {value:?} is not a non-negative integer"))?;
+        sc.params.entry(cc.to_string()).or_default().insert(name.to_string(), value);
+    }
+    sc.validate()
+}
+
+fn stem(p: &std::path::Path) -> String {
+    p.file_stem().map_or_else(|| "scenario".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// A testbed scenario: every `ccs` entry (or those of `--cc`) at every sweep
+/// point, `seeds` seeds each, as the testbed report's metrics.
+fn run_testbed(path: &std::path::Path, cc: &[String], out: Option<&std::path::Path>, json: bool, set: &[String], seeds: u32) -> Result<()> {
+    let (tb, dir) = xdcc_sim::testbed::TestbedScenario::from_file(path)?;
+    let mut points = tb.points(&stem(path), &dir)?;
+    if !cc.is_empty() {
+        for c in cc {
+            if !points.iter().any(|p| &p.entry == c) {
+                anyhow::bail!("--cc {c}: not in the scenario's ccs ({})", tb.ccs.join(", "));
+            }
+        }
+        points.retain(|p| cc.contains(&p.entry));
+    }
+    for p in &mut points {
+        if let Some(sc) = &mut p.scenario {
+            // Only this point's CC's tunables apply.
+            let mine: Vec<String> = set.iter().filter(|kv| kv.split('.').next() == Some(p.cc.as_str())).cloned().collect();
+            apply_sets(sc, &mine)?;
+            if let Some(dir) = out {
+                let r = xdcc_sim::run(sc, xdcc_sim::CcKind::parse(&p.cc)?)?;
+                let sub = dir.join(if p.label.is_empty() { p.entry.clone() } else { format!("{}-{}", p.entry, p.label) });
+                std::fs::create_dir_all(&sub)?;
+                std::fs::write(sub.join("summary.json"), serde_json::to_string_pretty(&r)?)?;
+                std::fs::write(sub.join("timeseries.csv"), &r.series_csv)?;
+            }
+        }
+    }
+    let preds = xdcc_sim::testbed::predict(&points, seeds)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&preds)?);
+    } else {
+        println!("testbed scenario {} in the model ({} s simulated, {} seed(s){})", stem(path), tb.duration_s, seeds, if seeds > 1 { ", mean ± 95 % interval" } else { "" });
+        print!("{}", xdcc_sim::testbed::prediction_table(&preds));
     }
     Ok(())
 }

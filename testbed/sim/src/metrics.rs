@@ -114,13 +114,16 @@ pub fn mean_ci95(x: &[f64]) -> (f64, f64) {
     (mean, t * (var / n as f64).sqrt())
 }
 
+/// Nearest-rank percentile (`p` in 0..=1): the smallest value with at least
+/// `p` of the samples at or below it. The testbed report uses the same rule
+/// (`testbed/runner/metrics.py`, `percentile`).
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     if v.is_empty() {
         return 0.0;
     }
     v.sort_by(|a, b| a.total_cmp(b));
-    let idx = ((p * (v.len() - 1) as f64).round() as usize).min(v.len() - 1);
-    v[idx]
+    let rank = (p * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
 }
 
 pub(crate) fn report(
@@ -133,7 +136,7 @@ pub(crate) fn report(
 ) -> RunReport {
     let s = &sim.series;
     let n = s.t_ns.len();
-    let end = sim.end_ns;
+    let end = sim.measure_to_ns();
     let from = sim.measure_from_ns();
     let measured_ns = end.saturating_sub(from).max(1) as f64;
     let w = ((fairness_window_ns / sim.sample_ns()).max(1)) as usize;
@@ -175,12 +178,14 @@ pub(crate) fn report(
     let jain_final = if tail.is_empty() { None } else { Some(tail.iter().sum::<f64>() / tail.len() as f64) };
 
     let k_from = s.t_ns.iter().position(|&t| t >= from).unwrap_or(0);
+    // Samples inside the measured interval: [k_from, k_to).
+    let k_to = s.t_ns.iter().position(|&t| t > end).unwrap_or(n).max(k_from);
     let queues = sim
         .queues
         .iter()
         .enumerate()
         .map(|(qi, q)| {
-            let mut lens: Vec<f64> = s.qlen[k_from..].iter().map(|v| v[qi] as f64 / 1000.0).collect();
+            let mut lens: Vec<f64> = s.qlen[k_from..k_to].iter().map(|v| v[qi] as f64 / 1000.0).collect();
             let mean = lens.iter().sum::<f64>() / lens.len().max(1) as f64;
             let max = lens.iter().cloned().fold(0.0, f64::max);
             QueueReport {
@@ -202,6 +207,9 @@ pub(crate) fn report(
         .enumerate()
         .map(|(i, f)| {
             let d_from = if n > 0 { s.delivered[k_from][i] } else { 0 };
+            // Delivered at the end of the measured interval: the last sample
+            // inside it when the interval ends before the run does.
+            let d_to = if end < sim.end_ns && k_to > 0 { s.delivered[k_to - 1][i] } else { f.delivered };
             FlowReport {
                 name: f.name.clone(),
                 group: f.group.clone(),
@@ -210,7 +218,7 @@ pub(crate) fn report(
                 start_ms: f.start_ns as f64 / 1e6,
                 fct_ms: f.finish_ns.map(|t| (t - f.start_ns) as f64 / 1e6),
                 delivered_mb: f.delivered as f64 / 1e6,
-                mean_rate_mbps: (f.delivered - d_from) as f64 * 8.0 / measured_ns * 1e3,
+                mean_rate_mbps: d_to.saturating_sub(d_from) as f64 * 8.0 / measured_ns * 1e3,
                 final_cwnd_kb: f.cwnd() as f64 / 1000.0,
                 losses: f.losses,
                 rtos: f.rtos,

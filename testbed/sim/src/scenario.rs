@@ -66,6 +66,9 @@ pub struct Scenario {
     /// Utilization and queue statistics are measured from this time on.
     #[serde(default)]
     pub measure_from_ms: f64,
+    /// ... up to this time (default: the end of the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure_to_ms: Option<f64>,
     /// Lower bound of the retransmission timeout.
     #[serde(default = "default_min_rto_us")]
     pub min_rto_us: f64,
@@ -282,6 +285,11 @@ impl Scenario {
         }
         if !(self.measure_from_ms >= 0.0 && self.measure_from_ms < self.duration_ms) {
             bail!("measure_from_ms must be within [0, duration_ms)");
+        }
+        if let Some(to) = self.measure_to_ms {
+            if !(to > self.measure_from_ms && to <= self.duration_ms) {
+                bail!("measure_to_ms must be within (measure_from_ms, duration_ms]");
+            }
         }
         if self.cc.is_empty() {
             bail!("cc: name at least one algorithm");

@@ -89,9 +89,9 @@ impl Ord for Scheduled {
 }
 
 /// Deterministic PRNG (SplitMix64).
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -99,7 +99,7 @@ impl Rng {
         z ^ (z >> 31)
     }
     /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
@@ -274,6 +274,7 @@ pub(crate) struct Sim {
     pub end_ns: u64,
     sample_ns: u64,
     measure_from_ns: u64,
+    measure_to_ns: u64,
     pub series: Series,
     pub events: u64,
     pub packets_sent: u64,
@@ -431,6 +432,7 @@ impl Sim {
             end_ns: ns(sc.duration_ms, 1e6),
             sample_ns: ns(sc.sample_interval_us, 1e3).max(1),
             measure_from_ns: ns(sc.measure_from_ms, 1e6),
+            measure_to_ns: ns(sc.measure_to_ms.unwrap_or(sc.duration_ms), 1e6),
             series: Series::default(),
             events: 0,
             packets_sent: 0,
@@ -625,7 +627,7 @@ impl Sim {
 
     fn queue_depart(&mut self, qi: u16) {
         let now = self.now;
-        let measure = now >= self.measure_from_ns;
+        let measure = now >= self.measure_from_ns && now < self.measure_to_ns;
         let q = &mut self.queues[qi as usize];
         let Some(mut p) = q.pkts.pop_front() else { return };
         q.bytes -= p.size as u64;
@@ -758,6 +760,10 @@ impl Sim {
     }
     pub fn measure_from_ns(&self) -> u64 {
         self.measure_from_ns
+    }
+    /// The end of the measured interval (at most the end of the run).
+    pub fn measure_to_ns(&self) -> u64 {
+        self.measure_to_ns.min(self.end_ns)
     }
     pub fn sample_ns(&self) -> u64 {
         self.sample_ns

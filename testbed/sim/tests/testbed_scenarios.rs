@@ -1,0 +1,132 @@
+//! The testbed's scenario files in the model (`xdcc_sim::testbed`): every
+//! shipped file runs, the ports get the switch profiles the runner applies,
+//! and a bad file is one clear error.
+
+use std::path::{Path, PathBuf};
+
+use xdcc_sim::scenario::Marking;
+use xdcc_sim::testbed::{predict, Point, TestbedScenario};
+
+fn testbed_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn points(name: &str) -> Vec<Point> {
+    let path = testbed_dir().join("scenarios").join(format!("{name}.toml"));
+    let (tb, dir) = TestbedScenario::from_file(&path).unwrap();
+    tb.points(name, &dir).unwrap_or_else(|e| panic!("{name}: {e:#}"))
+}
+
+fn point<'a>(ps: &'a [Point], entry: &str, label: &str) -> &'a xdcc_sim::Scenario {
+    ps.iter().find(|p| p.entry == entry && p.label == label).and_then(|p| p.scenario.as_ref()).unwrap()
+}
+
+#[test]
+fn every_shipped_testbed_scenario_runs_in_the_model() {
+    let mut n = 0;
+    for entry in std::fs::read_dir(testbed_dir().join("scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let mut ps = points(&name);
+        let (tb, _) = TestbedScenario::from_file(&path).unwrap();
+        let sweep = tb.sweep.as_ref().map_or(1, |s| s.values.len());
+        assert_eq!(ps.len(), sweep * tb.ccs.len(), "{name}: one point per CC and sweep value");
+        for p in &mut ps {
+            match &mut p.scenario {
+                // Kernel CCs have no model, and say so.
+                None => assert!(p.notes.iter().any(|n| n.contains("no model")), "{name}/{}: {:?}", p.entry, p.notes),
+                Some(sc) => {
+                    // A short piece: every reference resolves and it runs.
+                    sc.duration_ms = sc.duration_ms.min(300.0);
+                    sc.measure_from_ms = 0.0;
+                    sc.measure_to_ms = None;
+                }
+            }
+        }
+        let preds = predict(&ps, 1).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        assert!(preds.iter().any(|p| p.metrics.contains_key("utilization")), "{name}: no modelled run");
+        n += 1;
+    }
+    assert!(n >= 8, "only {n} testbed scenarios");
+}
+
+/// Scenario (a) at ratio 16, as the runner builds it: 50 Mbit/s DC ports
+/// whose 450-packet-per-Gbit/s buffer is taken at the paper's 1 Gbit/s
+/// (time_scale 20), Gemini with step K = 300 packets and the runner's
+/// tunables, UnoCC on its own profile (RED 25-75 % + phantom queue) without
+/// the K override; inter-DC flows cross the uplink, the WAN and the border.
+#[test]
+fn scenario_a_gets_the_runners_ports_and_tunables() {
+    let ps = points("a-rtt-fairness");
+    let g = point(&ps, "gemini", "inter_intra_ratio=16");
+    let bottleneck = &g.queues[0];
+    assert_eq!(bottleneck.name, "dc1sw:h1");
+    assert_eq!(bottleneck.buffer_kb, 675.0);
+    assert_eq!(bottleneck.marking, Marking::Threshold { k_pkts: 300.0 });
+    assert_eq!(g.params["gemini"]["k_bytes"], 450_000);
+    assert_eq!(g.params["gemini"]["t_ns"], 100_000_000);
+    assert_eq!((g.net.intra_rtt_us, g.net.inter_rtt_us), (4000.0, 64000.0));
+    let inter = g.flows.iter().find(|f| f.name.starts_with("inter:")).unwrap();
+    assert_eq!(inter.path, ["dc2sw:uplink", "dc2br:wan0", "dc1br:dc", "dc1sw:h1"]);
+    assert_eq!(inter.rtt_us, 64000.0);
+    let intra = g.flows.iter().find(|f| f.name.starts_with("intra:")).unwrap();
+    assert_eq!(intra.path, ["dc1sw:h1"]);
+    // Steady state: the second half, as the testbed report measures it.
+    assert_eq!(g.measure_from_ms, 12_500.0);
+
+    let u = point(&ps, "uno", "inter_intra_ratio=16");
+    let b = &u.queues[0];
+    assert_eq!(b.marking, Marking::Red { min_frac: 0.25, max_frac: 0.75, pmax: 1.0 });
+    let ph = b.phantom.as_ref().expect("dc-uno-phantom has a phantom queue");
+    assert_eq!((ph.drain_frac, ph.size_kb), (0.9, Some(675.0)));
+    assert!(!u.params["uno"].contains_key("k_bytes"), "the runner sets no K for UnoCC");
+}
+
+/// AMRT's profile puts the anti-ECN marker on every DC port and on the
+/// host NIC (the first hop), and the deep variant its own buffer.
+#[test]
+fn amrt_scenarios_mark_from_the_first_hop() {
+    let ps = points("f-amrt-multi-bottleneck");
+    let a = point(&ps, "amrt", "");
+    for f in &a.flows {
+        assert!(f.path[0].ends_with(":eth0"), "{}: {:?}", f.name, f.path);
+        let q = a.queues.iter().find(|q| q.name == f.path[0]).unwrap();
+        assert_eq!(q.marking, Marking::Amrt);
+    }
+    assert_eq!(a.queues[0].marking, Marking::Amrt);
+    assert_eq!(a.queues[0].buffer_kb, 12.0, "8 packets, dc-amrt");
+    assert_eq!(point(&ps, "amrt-q32", "").queues[0].buffer_kb, 48.0, "32 packets, dc-amrt-deep");
+}
+
+#[test]
+fn a_bad_testbed_scenario_is_one_clear_error() {
+    let dir = std::env::temp_dir().join(format!("xdcc-sim-tb-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    std::fs::create_dir_all(dir.join("topologies")).unwrap();
+    std::fs::copy(testbed_dir().join("topologies/two-dc.toml"), dir.join("topologies/two-dc.toml")).unwrap();
+    let case = |body: &str| {
+        let p = dir.join("scenarios/bad.toml");
+        std::fs::write(&p, body).unwrap();
+        let (tb, d) = match TestbedScenario::from_file(&p) {
+            Ok(x) => x,
+            Err(e) => return format!("{e:#}"),
+        };
+        match tb.points("bad", &d) {
+            Ok(_) => "accepted".to_string(),
+            Err(e) => format!("{e:#}"),
+        }
+    };
+    let base = "ccs = [\"gemini\"]\nbottleneck = \"dc1sw:h1\"\n";
+    assert!(case(&format!("{base}[[long]]\nfrom = [\"dc1h9\"]\nto = \"dc1h1\"\n")).contains("no host 'dc1h9'"));
+    assert!(case(&format!("{base}colour = 1\n")).contains("unknown field `colour`"));
+    assert!(case(&format!("{base}[net]\nspeed = 1\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")).contains("unknown key 'net.speed'"));
+    assert!(case(&format!("{base}[net.dc]\nswitch_profile = \"dc-nope\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")).contains("unknown profile"));
+    assert!(case("ccs = [\"warp\"]\nbottleneck = \"dc1sw:h1\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n").contains("unknown CC 'warp'"));
+    assert!(case(&format!("{base}[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\nstop_s = 99\n")).contains("stop_s <= duration_s"));
+    assert!(case("ccs = [\"gemini\"]\nbottleneck = \"dc2sw:h1\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n").contains("no flow crosses"));
+    assert_eq!(case(&format!("{base}[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")), "accepted");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
