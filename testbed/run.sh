@@ -65,12 +65,11 @@ else
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -rf "$out/raw"
 
-echo "[testbed] building the xdcc CLI (switch profiles, tunables)" >&2
+echo "[testbed] building the xdcc CLI (switch profiles, tunables) and the simulator" >&2
 XDCC_BPF_LINKER_DIR=$(ebpf/install-toolchain.sh)
 export XDCC_BPF_LINKER_DIR
-cargo build --release --locked -q -p xdcc
+cargo build --release --locked -q -p xdcc -p xdcc-sim
 echo "[testbed] building the test kernel and modules (cached)" >&2
 testbed/kernel/build.sh >/dev/null
 
@@ -78,6 +77,13 @@ if [[ $mode == capacity ]]; then
     testbed/vm/run.sh --timeout 600 --out "$out" testbed/runner/guest.sh capacity "$out" | grep --line-buffered '^\[tb\]\|^error\|Traceback\|XDCC-EXIT'
     exit "${PIPESTATUS[0]}"
 fi
+
+# The model's prediction for the same scenario (seconds): the report puts it
+# beside the kernel's numbers.
+scenario_file=$scenario
+[[ -f $scenario_file ]] || scenario_file=testbed/scenarios/$scenario.toml
+echo "[testbed] the model's prediction: xdcc-sim run $scenario_file --seeds 3" >&2
+target/release/xdcc-sim run "$scenario_file" --json --seeds 3 "${guest_args[@]}" >"$out/prediction.json"
 
 runs=$(/usr/bin/python3 testbed/runner/guest.py check "$scenario" "${guest_args[@]}" --count)
 limit=$(( runs * ($(/usr/bin/python3 testbed/runner/guest.py check "$scenario" "${guest_args[@]}" --duration-of) + 90) + 120 ))
@@ -87,6 +93,7 @@ run_once() {
     local dir=$1
     mkdir -p "$dir"
     rm -rf "$dir/raw"
+    [[ $dir == "$out" ]] || cp "$out/prediction.json" "$dir/"
     echo "[testbed] $runs run(s) in the VM (time limit ${limit}s); results in $dir" >&2
     set +e
     testbed/vm/run.sh --timeout "$limit" --out "$dir" testbed/runner/guest.sh run "$scenario" "$dir" "${guest_args[@]}" \

@@ -60,6 +60,53 @@ def table(ms, markdown=False):
     return "\n".join([line(heads)] + [line(r) for r in rows])
 
 
+# The model's prediction (`xdcc-sim run SCENARIO --json`, written by
+# testbed/run.sh as OUT/prediction.json) beside the kernel's measurement:
+# (metric, header, scale, decimals). The simulator computes these with the
+# same definitions (steady window, Jain of the long flows' mean rates,
+# nearest-rank percentiles).
+COMPARE = [("utilization", "util%", 100, 1), ("jain", "jain", 1, 3), ("inter_intra_ratio", "inter/intra", 1, 2),
+           ("queue_mean_kb", "q_mean_kB", 1, 1), ("queue_p99_kb", "q_p99_kB", 1, 1), ("drops", "drops", 1, 0)]
+
+
+def load_prediction(out):
+    """{(ccs entry, label): prediction} from OUT/prediction.json, {} without one."""
+    try:
+        with open(os.path.join(out, "prediction.json")) as fh:
+            preds = json.load(fh)
+    except FileNotFoundError:
+        return {}
+    return {(p["entry"], p["label"]): p for p in preds}
+
+
+def model_of(m, preds):
+    """This run's prediction: {metric: (mean, 95 % half-width)}, None without a model."""
+    p = preds.get((m["cc"], m["label"] or ""))
+    return {k: tuple(v) for k, v in p["metrics"].items()} if p and p["metrics"] else None
+
+
+def compare_rows(ms, preds):
+    """Per run: cc, point, then 'kernel / model' per COMPARE metric."""
+    rows = []
+    for m in ms:
+        model = model_of(m, preds)
+        if model is None:
+            p = preds.get((m["cc"], m["label"] or ""))
+            why = "; ".join(p["notes"]) if p else "no prediction"
+            rows.append([m["cc"], m["label"] or "-"] + ["-"] * len(COMPARE) + [why])
+            continue
+        cells = []
+        for key, _, scale, nd in COMPARE:
+            k = m.get(key)
+            mean, hw = model.get(key, (None, None))
+            ks = "-" if k is None else f"{k * scale:.{nd}f}"
+            ms_ = "-" if mean is None else (f"{mean * scale:.{nd}f}" + (f"±{hw * scale:.{nd}f}" if hw else ""))
+            cells.append(f"{ks} / {ms_}")
+        p = preds[(m["cc"], m["label"] or "")]
+        rows.append([m["cc"], m["label"] or "-"] + cells + ["; ".join(p["notes"]) or "-"])
+    return rows
+
+
 def fct_rows(ms):
     out = []
     for m in ms:
@@ -223,7 +270,8 @@ def combine(out, dirs):
             vals[k].append(m)
     rows = []
     for k in keys:
-        row = {"cc": k[0], "point": k[1], "repeats": len(vals[k])}
+        row = {"cc": k[0], "point": k[1], "repeats": len(vals[k]),
+               "model": next((m["model"] for m in vals[k] if m.get("model")), None)}
         for name, get, _ in REPEAT_METRICS:
             xs = [v for v in (get(m) for m in vals[k]) if v is not None]
             mean, hw = mean_ci95(xs)
@@ -247,6 +295,20 @@ def combine(out, dirs):
           "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for r in rows:
         md.append("| " + " | ".join([r["cc"], r["point"]] + [cell(r, h, nd) for h, _, nd in REPEAT_METRICS]) + " |")
+    modelled = [r for r in rows if r["model"]]
+    if modelled:
+        md += ["", "## Kernel next to the model", "",
+               "Each cell: the kernel's mean ± 95 % interval over the repetitions / the simulator's prediction "
+               "(`xdcc-sim run` on the same scenario, mean ± 95 % interval over its seeds).", "",
+               "| cc | point | " + " | ".join(h for _, h, _, _ in COMPARE) + " |", "|" + "---|" * (len(COMPARE) + 2)]
+        for r in modelled:
+            cells = []
+            for key, head, scale, nd in COMPARE:
+                name = {"utilization": "util%"}.get(key, head)
+                mean, hw = r["model"].get(key, (None, None))
+                model = "-" if mean is None else f"{mean * scale:.{nd}f} ± {hw * scale:.{nd}f}"
+                cells.append(f"{cell(r, name, nd) if name in r else '-'} / {model}")
+            md.append("| " + " | ".join([r["cc"], r["point"]] + cells) + " |")
     with open(os.path.join(out, "report.md"), "w") as fh:
         fh.write("\n".join(md) + "\n")
     print("\n".join(md[4:]))
@@ -302,6 +364,9 @@ def main():
         have_plots = True
     except ImportError:
         have_plots = False
+    preds = load_prediction(out)
+    for m in ms:
+        m["model"] = model_of(m, preds)
     with open(os.path.join(out, "summary.json"), "w") as fh:
         json.dump({"scenario": sc["name"], "runs": ms}, fh, indent=1)
     with open(os.path.join(out, "summary.csv"), "w", newline="") as fh:
@@ -320,6 +385,19 @@ def main():
            f"period when all long flows run; Jain over {metrics.BIN_S} s bins, converged when it "
            f"stays >= {metrics.CONVERGED_JAIN}. `cpu%` is the guest's CPU use during the run: near 100 "
            f"the emulation itself limits the result.", "", table(ms, markdown=True), ""]
+    cr = compare_rows(ms, preds) if preds else []
+    if cr:
+        seeds = next(iter(preds.values()))["seeds"]
+        md += ["## Kernel next to the model", "",
+               "Each cell: the kernel's measurement / the simulator's prediction for the same scenario "
+               f"(`xdcc-sim run`, the same ports, profiles, tunables and traffic; mean ± 95 % interval over "
+               f"{seeds} seeds). The model runs the same algorithm code without the guest: where the two "
+               "disagree and the model matches the paper, the kernel integration or the emulation is the "
+               "suspect; where both disagree with the paper, the algorithm (or its parameters) is.", "",
+               "| cc | point | " + " | ".join(h for _, h, _, _ in COMPARE) + " | not modelled |",
+               "|" + "---|" * (len(COMPARE) + 3)]
+        md += ["| " + " | ".join(r) + " |" for r in cr]
+        md += [""]
     pr = phase_rows(ms)
     if pr:
         md += ["## Phases", "", "Each period between long-flow starts and stops, measured over its second half.", "",
@@ -344,6 +422,12 @@ def main():
     with open(os.path.join(out, "report.md"), "w") as fh:
         fh.write("\n".join(md) + "\n")
     print(table(ms))
+    if cr:
+        print("\nkernel / model")
+        w = [max(len(r[i]) for r in cr + [["cc", "point"] + [h for _, h, _, _ in COMPARE]]) for i in range(2 + len(COMPARE))]
+        print("  ".join(h.ljust(w[i]) for i, h in enumerate(["cc", "point"] + [h for _, h, _, _ in COMPARE])))
+        for r in cr:
+            print("  ".join(x.ljust(w[i]) for i, x in enumerate(r[:-1])))
     if pr:
         print()
         print("cc            point  phase        flows    port            util%  q_mean_kB  q_p99_kB")

@@ -16,6 +16,7 @@ import metrics  # noqa: E402
 import report  # noqa: E402
 import scenario  # noqa: E402
 import topology  # noqa: E402
+import check_report  # noqa: E402
 
 
 def raw_run(rates_mbps, dur=10, step=0.1, classes=None, sent_mbps=None, port_rate=100):
@@ -258,7 +259,8 @@ class Repeats(unittest.TestCase):
         def run(cc, util, conv):
             return {"cc": cc, "label": "", "utilization": util, "jain": 0.9, "convergence_s": conv,
                     "intra": {"per_flow_mbps": 10.0}, "inter": {"per_flow_mbps": None}, "inter_intra_ratio": None,
-                    "queue_mean_kb": 1.0, "queue_p99_kb": 2.0, "drops": 3, "retransmits": 4, "guest_cpu_busy": 0.5}
+                    "queue_mean_kb": 1.0, "queue_p99_kb": 2.0, "drops": 3, "retransmits": 4, "guest_cpu_busy": 0.5,
+                    "model": {"utilization": [0.95, 0.01]} if cc == "uno" else None}
         with tempfile.TemporaryDirectory() as d:
             reps = []
             for i, (u, c) in enumerate([(0.90, 1.0), (0.92, None), (0.94, 3.0)]):
@@ -279,6 +281,36 @@ class Repeats(unittest.TestCase):
         self.assertEqual(uno["conv_s"]["n"], 2)
         self.assertIn("2.0 ± 12.7 (2/3)", md)  # conv_s: 1 and 3 s, one repetition never converged
         self.assertIsNone(rows[1]["conv_s"]["mean"])
+        # The model's prediction beside the kernel's mean, for modelled CCs only.
+        self.assertIn("| uno | - | 92.0 ± 5.0 / 95.0 ± 1.0 |", md)
+        self.assertNotIn("| cubic | - | 50.0", md.split("Kernel next to the model")[1])
+
+
+class ModelNextToKernel(unittest.TestCase):
+    PRED = {("gemini", ""): {"entry": "gemini", "label": "", "notes": [], "seeds": 3,
+                             "metrics": {"utilization": [0.98, 0.01], "queue_p99_kb": [75.0, 3.0], "jain": [0.8, 0.02]}},
+            ("dctcp", ""): {"entry": "dctcp", "label": "", "notes": ["dctcp is a kernel CC: no model in xdcc-sim"],
+                            "seeds": 3, "metrics": {}}}
+
+    def run_of(self, cc, util, p99):
+        return {"run_id": cc, "cc": cc, "label": "", "utilization": util, "queue_p99_kb": p99, "jain": 0.6,
+                "inter_intra_ratio": None, "queue_mean_kb": 40.0, "drops": 0}
+
+    def test_rows_show_kernel_and_model(self):
+        rows = report.compare_rows([self.run_of("gemini", 0.955, 71.2), self.run_of("dctcp", 0.99, 80.0)], self.PRED)
+        self.assertEqual(rows[0][:4], ["gemini", "-", "95.5 / 98.0±1.0", "0.600 / 0.800±0.020"])
+        self.assertEqual(rows[1][-1], "dctcp is a kernel CC: no model in xdcc-sim")
+
+    def test_agreement_check_fails_outside_the_tolerance(self):
+        def runs(util, p99):
+            r = self.run_of("gemini", util, p99)
+            r["model"] = report.model_of(r, self.PRED)
+            return [r, dict(self.run_of("dctcp", 0.5, 10.0), model=None)]
+        self.assertEqual(check_report.disagreements(runs(0.90, 60.0)), [])
+        bad = check_report.disagreements(runs(0.75, 60.0))
+        self.assertEqual(len(bad), 1)
+        self.assertIn("utilization kernel 0.750 vs model 0.980", bad[0])
+        self.assertIn("queue_p99_kb", check_report.disagreements(runs(0.95, 120.0))[0])
 
 
 if __name__ == "__main__":

@@ -39,6 +39,10 @@ enum Cmd {
         /// it) and print mean ± 95 % interval per metric.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
         seeds: u32,
+        /// Run time in seconds, overriding a testbed scenario's `duration_s`
+        /// (as `testbed/run.sh --duration`).
+        #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=3600))]
+        duration: Option<u64>,
     },
     /// Check a scenario file and print it back normalized.
     Check { scenario: PathBuf },
@@ -54,10 +58,13 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
-        Cmd::Run { scenario, cc, out, json, set, seeds } => {
+        Cmd::Run { scenario, cc, out, json, set, seeds, duration } => {
             let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;
             if xdcc_sim::testbed::is_testbed_format(&text) {
-                return run_testbed(&scenario, &cc, out.as_deref(), json, &set, seeds);
+                return run_testbed(&scenario, &cc, out.as_deref(), json, &set, seeds, duration);
+            }
+            if duration.is_some() {
+                anyhow::bail!("--duration is for testbed scenarios; a simulator scenario sets duration_ms");
             }
             let mut sc = xdcc_sim::Scenario::from_file(&scenario)?;
             if !cc.is_empty() {
@@ -145,8 +152,11 @@ fn stem(p: &std::path::Path) -> String {
 
 /// A testbed scenario: every `ccs` entry (or those of `--cc`) at every sweep
 /// point, `seeds` seeds each, as the testbed report's metrics.
-fn run_testbed(path: &std::path::Path, cc: &[String], out: Option<&std::path::Path>, json: bool, set: &[String], seeds: u32) -> Result<()> {
-    let (tb, dir) = xdcc_sim::testbed::TestbedScenario::from_file(path)?;
+fn run_testbed(path: &std::path::Path, cc: &[String], out: Option<&std::path::Path>, json: bool, set: &[String], seeds: u32, duration: Option<u64>) -> Result<()> {
+    let (mut tb, dir) = xdcc_sim::testbed::TestbedScenario::from_file(path)?;
+    if let Some(d) = duration {
+        tb.duration_s = d;
+    }
     let mut points = tb.points(&stem(path), &dir)?;
     if !cc.is_empty() {
         for c in cc {

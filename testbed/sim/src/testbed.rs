@@ -816,6 +816,11 @@ fn testbed_metrics(r: &RunReport) -> BTreeMap<String, f64> {
         let v: Vec<f64> = longs.iter().filter(|f| f.group.starts_with(c)).map(|f| f.mean_rate_mbps).collect();
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     };
+    for (c, key) in [("intra:", "intra_per_flow_mbps"), ("inter:", "inter_per_flow_mbps")] {
+        if let Some(v) = class_mean(c) {
+            m.insert(key.to_string(), v);
+        }
+    }
     if let (Some(i), Some(a)) = (class_mean("inter:"), class_mean("intra:")) {
         if a > 0.0 {
             m.insert("inter_intra_ratio".to_string(), i / a);
