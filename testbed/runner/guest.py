@@ -32,10 +32,11 @@ def log(*a):
     print(*a, flush=True)
 
 
-def load_cc(cc, t, extra):
+def load_cc(cc, t, extra, preset=None):
     """Kernel side of a CC: load our module, tell it the network (link rate
-    and base RTTs, from which it derives its tunables), then the scenario's
-    own tunables, validated by the CLI."""
+    and base RTTs, from which it derives its tunables), the time-scaled
+    tunables, its preset (`xdcc tunable preset`), then the scenario's own
+    tunables, validated by the CLI."""
     if cc in scen.XDCC_CCS and not os.path.isdir(f"/sys/module/tcp_{cc}"):
         subprocess.run(["insmod", os.path.join(ROOT, "kmods", f"tcp_{cc}.ko")], check=True)
     # A namespace may only make an "allowed" CC its default (EPERM otherwise).
@@ -49,7 +50,11 @@ def load_cc(cc, t, extra):
         return {}
     net = {"net_link_rate_mbps": t["dc"]["rate_mbit"], "net_intra_rtt_us": t["dc"]["intra_rtt_us"],
            "net_inter_rtt_us": topology.inter_rtt_us(t), "net_mtu": 1500}
-    for k, v in list(net.items()) + list(time_scaled_tunables(cc, t).items()) + list(extra.items()):
+    for k, v in list(net.items()) + list(time_scaled_tunables(cc, t).items()):
+        subprocess.run([XDCC, "tunable", "set", cc, k, str(v)], check=True, capture_output=True, text=True)
+    if preset:
+        subprocess.run([XDCC, "tunable", "preset", cc, preset], check=True, capture_output=True, text=True)
+    for k, v in extra.items():
         subprocess.run([XDCC, "tunable", "set", cc, k, str(v)], check=True, capture_output=True, text=True)
     out = subprocess.run([XDCC, "tunable", "list", cc], capture_output=True, text=True).stdout
     return {"tunables": out}
@@ -164,7 +169,7 @@ def one_run(s, t, name, label, out, idx, total):
     run_id = name + (f"-{label}" if label else "")
     work = os.path.join(out, "raw", run_id + ".profiles")
     os.makedirs(work, exist_ok=True)
-    cc, profile, tunables = scen.resolve(s, name)
+    cc, profile, preset, tunables = scen.resolve(s, name)
     if profile:
         # A CC's own switch profile is used as shipped: no step-K override.
         t = topology.merge(t, {"dc": {"switch_profile": profile, "k_pkts": 0}})
@@ -181,7 +186,7 @@ def one_run(s, t, name, label, out, idx, total):
     else:
         applied = topology.build(t, work, XDCC, log)
         _built = (t, applied, work)
-    cc_info = load_cc(cc, t, tunables)
+    cc_info = load_cc(cc, t, tunables, preset)
     for h in topology.hosts(t):
         netns.sysctl(h, "net.ipv4.tcp_congestion_control", cc)
         netns.sysctl(h, "net.ipv4.tcp_no_metrics_save", 1)

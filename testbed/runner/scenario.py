@@ -28,9 +28,9 @@ KERNEL_CCS = ("cubic", "dctcp", "bbr", "reno", "vegas")
 KNOWN = {
     "description": str, "paper": str, "topology": str, "ccs": list, "duration_s": int,
     "sample_ms": int, "ipv6": bool, "net": dict, "bottleneck": str, "monitor": list, "profiles": dict,
-    "tunables": dict, "variants": dict, "sweep": dict, "long": list, "incast": list, "workload": dict,
+    "tunables": dict, "presets": dict, "variants": dict, "sweep": dict, "long": list, "incast": list, "workload": dict,
 }
-VARIANT_KEYS = {"cc": str, "tunables": dict, "profile": str, "description": str}
+VARIANT_KEYS = {"cc": str, "tunables": dict, "profile": str, "preset": str, "description": str}
 WORKLOAD_KEYS = {"load": float, "hosts": list, "intra_cdf": str, "inter_cdf": str,
                  "inter_fraction": float, "intra_scale": float, "inter_scale": float, "seed": int,
                  "start_s": int, "stop_s": int}
@@ -80,6 +80,7 @@ def normalize(s, ccs, duration_s):
     s.setdefault("monitor", [])
     s.setdefault("profiles", {})
     s.setdefault("tunables", {})
+    s.setdefault("presets", {})
     s.setdefault("variants", {})
     s.setdefault("long", [])
     s.setdefault("incast", [])
@@ -126,21 +127,49 @@ def normalize(s, ccs, duration_s):
         check_traffic(sv, t)
     for cc, prof in s["profiles"].items():
         topology.profile_path(prof)
+    for cc, name in s["presets"].items():
+        check_preset(cc, name, "[presets]")
+    for name, v in s["variants"].items():
+        if "preset" in v:
+            check_preset(v["cc"], v["preset"], f"[variants.{name}]")
     for cc, kv in s["tunables"].items():
         if cc not in XDCC_CCS or not isinstance(kv, dict):
             raise ScenarioError(f"[tunables.{cc}]: tunables exist for {', '.join(XDCC_CCS)} only")
     return s
 
 
+def _presets():
+    """{cc: [preset names]} from the algorithm crate's list
+    (kmods/algo/src/presets.rs, `PRESETS`; the same as `xdcc tunable preset CC`)."""
+    src = os.path.join(os.path.dirname(TESTBED), "kmods", "algo", "src", "presets.rs")
+    with open(src) as f:
+        pairs = re.findall(r'^\s*\("(\w+)", "([\w-]+)", "', f.read(), re.M)
+    out = {}
+    for cc, name in pairs:
+        out.setdefault(cc, []).append(name)
+    return out
+
+
+PRESETS = _presets()
+
+
+def check_preset(cc, name, where):
+    if not isinstance(name, str) or name not in PRESETS.get(cc, []):
+        have = ", ".join(f"{c}: {', '.join(n)}" for c, n in sorted(PRESETS.items()))
+        raise ScenarioError(f"{where}: no preset '{name}' for {cc} (presets: {have})")
+
+
 def resolve(s, name):
-    """(kernel CC, switch profile or None, tunables) of one `ccs` entry: a
-    CC, or a [variants] entry = a CC with its own tunables (on top of the
-    CC's [tunables]) and optionally its own switch profile (else the CC's)."""
+    """(kernel CC, switch profile or None, preset or None, tunables) of one
+    `ccs` entry: a CC, or a [variants] entry = a CC with its own tunables (on
+    top of the CC's [tunables]) and optionally its own switch profile and
+    preset (else the CC's)."""
     v = s["variants"].get(name)
     if v is None:
-        return name, s["profiles"].get(name), dict(s["tunables"].get(name, {}))
+        return name, s["profiles"].get(name), s["presets"].get(name), dict(s["tunables"].get(name, {}))
     cc = v["cc"]
-    return cc, v.get("profile", s["profiles"].get(cc)), dict(s["tunables"].get(cc, {}), **v.get("tunables", {}))
+    return (cc, v.get("profile", s["profiles"].get(cc)), v.get("preset", s["presets"].get(cc)),
+            dict(s["tunables"].get(cc, {}), **v.get("tunables", {})))
 
 
 def sweep_values(s):

@@ -165,6 +165,9 @@ class Scenarios(unittest.TestCase):
         self.bad(base + 'ccs = ["v"]\n[variants.v]\ncc = "amrt"\nprofile = "nope"\n', "no switch profile 'nope'")
         self.bad(base + '[variants.uno]\ncc = "uno"\n', "its own name")
         self.bad(base + 'ccs = ["w"]\n[variants.v]\ncc = "amrt"\n', "unknown CC 'w'.*variants: v")
+        self.bad(base + '[presets]\ngemini = "nope"\n', "no preset 'nope' for gemini.*uno-artifact")
+        self.bad(base + '[presets]\namrt = "uno-artifact"\n', "no preset 'uno-artifact' for amrt")
+        self.bad(base + 'ccs = ["v"]\n[variants.v]\ncc = "uno"\npreset = "x"\n', r"\[variants.v\]: no preset 'x'")
 
 
 def read(path):

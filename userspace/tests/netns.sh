@@ -664,6 +664,14 @@ bpfcc() {
     check "tunable: net_link_rate_mbps 1000 re-derives rate_bytes_per_sec" bash -c \
         "'$X' tunable set bpf_uno net_link_rate_mbps 1000 && [[ \$('$X' tunable get bpf_uno rate_bytes_per_sec) == 125000000 ]]"
     check "tunable list bpf_smartt has the pacing ratios" bash -c "'$X' tunable list bpf_smartt | grep -q 'window_pacing_ss_pct = 200'"
+    # Presets: derived from the CC's network, validated whole, "paper" undoes them.
+    check "tunable preset bpf_gemini lists uno-artifact" bash -c "'$X' tunable preset bpf_gemini | grep -q uno-artifact"
+    check "tunable preset bpf_gemini uno-artifact" "$X" tunable preset bpf_gemini uno-artifact
+    check "preset: init_bdp_q16 = 65536 (one BDP, no slow start)" eq "$("$X" tunable get bpf_gemini init_bdp_q16)" 65536
+    check "preset: h_rtt_ns = the CC's inter-DC RTT" eq "$("$X" tunable get bpf_gemini h_rtt_ns)" "$(( $("$X" tunable get bpf_gemini net_inter_rtt_us) * 1000 ))"
+    expect_fail "preset: unknown name refused" "no preset" "$X" tunable preset bpf_gemini nosuch
+    check "preset: the refused one changed nothing" eq "$("$X" tunable get bpf_gemini init_bdp_q16)" 65536
+    check "tunable preset bpf_gemini paper undoes it" bash -c "'$X' tunable preset bpf_gemini paper >/dev/null && [[ \$('$X' tunable get bpf_gemini init_bdp_q16) == 0 ]]"
 
     # In-place replacement (BPF_LINK_UPDATE): name and tunables stay, traffic flows.
     local tun_before; tun_before=$("$X" tunable list bpf_uno)

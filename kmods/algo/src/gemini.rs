@@ -59,6 +59,21 @@ pub struct Params {
     pub max_md_q16: u32,
     /// Initial window in packets (Linux: 10).
     pub init_cwnd_pkts: u32,
+    /// 0 (default): start as Linux, `init_cwnd_pkts` and slow start. >0:
+    /// start at this multiple of the handshake BDP, Q16, without slow start
+    /// (the reference code starts every flow at one BDP).
+    pub init_bdp_q16: u32,
+    /// Window cap as a multiple of the flow's BDP (base RTT), Q16; 0
+    /// (default): none (the reference code caps at one BDP).
+    pub max_wnd_bdp_q16: u32,
+    /// RTT in ns that `h = H·C·RTT` uses; 0 (default): the flow's own base
+    /// RTT (the paper). The reference code uses the inter-DC RTT for every
+    /// flow, so that all flows add the same bytes per RTT.
+    pub h_rtt_ns: u32,
+    /// Only flows whose base RTT is at least this (ns) test the WAN delay
+    /// threshold T; 0 (default): every flow (the paper). The reference code
+    /// applies T to inter-DC flows only.
+    pub wan_min_base_rtt_ns: u32,
 }
 
 impl Params {
@@ -79,6 +94,10 @@ impl Params {
                 alpha_gain_q16: ONE / 16,
                 max_md_q16: ONE / 2,
                 init_cwnd_pkts: 10,
+                init_bdp_q16: 0,
+                max_wnd_bdp_q16: 0,
+                h_rtt_ns: 0,
+                wan_min_base_rtt_ns: 0,
             }
         }
     }
@@ -95,6 +114,10 @@ impl Params {
         check("alpha_gain_q16", self.alpha_gain_q16 as u64, 1, ONE as u64)?;
         check("max_md_q16", self.max_md_q16 as u64, 1, ONE as u64 * 15 / 16)?;
         check("init_cwnd_pkts", self.init_cwnd_pkts as u64, 1, 1000)?;
+        check("init_bdp_q16", self.init_bdp_q16 as u64, 0, 4 * ONE as u64)?;
+        check("max_wnd_bdp_q16", self.max_wnd_bdp_q16 as u64, 0, 64 * ONE as u64)?;
+        check("h_rtt_ns", self.h_rtt_ns as u64, 0, 2_000_000_000)?;
+        check("wan_min_base_rtt_ns", self.wan_min_base_rtt_ns as u64, 0, 2_000_000_000)?;
         Ok(())
     }
 
@@ -133,6 +156,8 @@ pub struct Gemini {
     /// Cached `h·MSS` in bytes per RTT, Q16, and `F`, Q16 (depend on RTT_base).
     ai_per_rtt_q16: u64,
     f_q16: u32,
+    /// Largest window in bytes (`max_wnd_bdp` × BDP, cached likewise).
+    max_cwnd: u32,
 }
 assert_fits_ca_priv!(Gemini);
 
@@ -141,7 +166,14 @@ impl Gemini {
     #[cfg_attr(xdcc_bpf, inline(always))]
     fn refresh_flow_constants(&mut self, p: &Params) {
         self.f_q16 = p.scale_factor_q16(self.base_rtt_ns);
-        self.ai_per_rtt_q16 = mul_sat(p.h_q16(self.base_rtt_ns) as u64, p.mss as u64);
+        let h_rtt = if p.h_rtt_ns != 0 { p.h_rtt_ns } else { self.base_rtt_ns };
+        self.ai_per_rtt_q16 = mul_sat(p.h_q16(h_rtt) as u64, p.mss as u64);
+        self.max_cwnd = if p.max_wnd_bdp_q16 == 0 {
+            super::MAX_CWND_BYTES
+        } else {
+            let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns);
+            sat_u32(core::cmp::max(mul_q16(bdp, p.max_wnd_bdp_q16), 2 * p.mss as u64))
+        };
     }
 
     /// The complete ACK processing (Algorithm 1); [`CongestionControl::on_ack`]
@@ -167,6 +199,7 @@ impl Gemini {
         let congested_dcn = marked > 0;
         let congested_wan = self.rtt_min_last_ns != 0
             && self.base_rtt_ns != 0
+            && self.base_rtt_ns >= p.wan_min_base_rtt_ns
             && self.rtt_min_last_ns as u64 > (self.base_rtt_ns as u64).saturating_add(p.t_ns as u64);
 
         if congested_dcn || congested_wan {
@@ -182,13 +215,13 @@ impl Gemini {
             }
         } else if !s.app_limited {
             let left = if self.w.in_slow_start() {
-                self.w.slow_start(s.acked_bytes, super::MAX_CWND_BYTES)
+                self.w.slow_start(s.acked_bytes, self.max_cwnd)
             } else {
                 s.acked_bytes
             };
             if left > 0 {
                 // cwnd += h/cwnd per MSS acked, i.e. h·MSS bytes per RTT.
-                self.w.ai(self.ai_per_rtt_q16, left, super::MAX_CWND_BYTES);
+                self.w.ai(self.ai_per_rtt_q16, left, self.max_cwnd);
             }
         }
     }
@@ -231,8 +264,17 @@ impl CongestionControl for Gemini {
 
     fn new(p: &Params, init: &FlowInit) -> Self {
         let mss = core::cmp::max(init.mss, 1);
+        // Linux's start (initial window, slow start), or the reference
+        // code's: one BDP of the handshake RTT, in congestion avoidance.
+        let w = if p.init_bdp_q16 != 0 && init.rtt_hint_ns != 0 {
+            let bdp = bdp_bytes(p.rate_bytes_per_sec, init.rtt_hint_ns);
+            let cwnd = sat_u32(core::cmp::max(mul_q16(bdp, p.init_bdp_q16), 2 * mss as u64));
+            Window::new(cwnd, cwnd)
+        } else {
+            Window::new(sat_u32(mul_sat(p.init_cwnd_pkts as u64, mss as u64)), u32::MAX)
+        };
         let mut s = Self {
-            w: Window::new(sat_u32(mul_sat(p.init_cwnd_pkts as u64, mss as u64)), u32::MAX),
+            w,
             base_rtt_ns: init.rtt_hint_ns,
             rtt_min_round_ns: 0,
             rtt_min_last_ns: 0,
@@ -245,6 +287,7 @@ impl CongestionControl for Gemini {
             last_cut_ns: 0,
             ai_per_rtt_q16: 0,
             f_q16: 0,
+            max_cwnd: super::MAX_CWND_BYTES,
         };
         s.refresh_flow_constants(p);
         s
@@ -260,13 +303,13 @@ impl CongestionControl for Gemini {
         if slow
             || self.w.in_slow_start()
             || s.send_time_ns >= self.round_start_ns
-            || self.rtt_min_last_ns as u64 > base as u64 + p.t_ns as u64
+            || (self.rtt_min_last_ns as u64 > base as u64 + p.t_ns as u64 && base >= p.wan_min_base_rtt_ns)
         {
             return self.on_ack_full(p, s);
         }
         update_min_rtt(&mut self.rtt_min_round_ns, s.rtt_ns);
         self.round_acked = self.round_acked.saturating_add(s.acked_bytes);
-        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, super::MAX_CWND_BYTES);
+        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, self.max_cwnd);
     }
 
     fn on_event(&mut self, p: &Params, e: Event, now: u64) {
@@ -306,4 +349,5 @@ impl CongestionControl for Gemini {
 tunables!(Params {
     rate_bytes_per_sec: u64, mss: u32, k_bytes: u32, t_ns: u32, beta_q16: u32, h_ppb: u32,
     h_min_q16: u32, h_max_q16: u32, alpha_gain_q16: u32, max_md_q16: u32, init_cwnd_pkts: u32,
+    init_bdp_q16: u32, max_wnd_bdp_q16: u32, h_rtt_ns: u32, wan_min_base_rtt_ns: u32,
 });

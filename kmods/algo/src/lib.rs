@@ -196,6 +196,7 @@ pub mod gemini;
 pub mod linux;
 pub mod oscar;
 pub mod params;
+pub mod presets;
 pub mod smartt;
 pub mod uno;
 mod window;

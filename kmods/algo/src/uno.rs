@@ -101,6 +101,13 @@ pub struct Params {
     /// 1: the reference code's `aimd_phantom` (increase instead of cutting
     /// while E falls); 0 (default): Algorithm 1.
     pub aimd_phantom: u32,
+    /// 1: QuickAdapt compares the bytes acked with the *current* window, as
+    /// the reference code does; 0 (default): with the window the period
+    /// started with (see the module doc).
+    pub qa_vs_current: u32,
+    /// Window cap as a multiple of the flow's BDP (base RTT), Q16; 0
+    /// (default): none. The reference code's runs cap at one BDP (1.0).
+    pub max_wnd_bdp_q16: u32,
 }
 
 impl Params {
@@ -124,6 +131,8 @@ impl Params {
                 init_bdp_q16: ONE,
                 cumulative_gentle_md: 0,
                 aimd_phantom: 0,
+                qa_vs_current: 0,
+                max_wnd_bdp_q16: 0,
             }
         }
     }
@@ -144,6 +153,8 @@ impl Params {
         check("init_bdp_q16", self.init_bdp_q16 as u64, 0, 4 * ONE as u64)?;
         check("cumulative_gentle_md", self.cumulative_gentle_md as u64, 0, 1)?;
         check("aimd_phantom", self.aimd_phantom as u64, 0, 1)?;
+        check("qa_vs_current", self.qa_vs_current as u64, 0, 1)?;
+        check("max_wnd_bdp_q16", self.max_wnd_bdp_q16 as u64, 0, 64 * ONE as u64)?;
         Ok(())
     }
 
@@ -164,6 +175,8 @@ pub struct Uno {
     ai_per_rtt_q16: u64,
     /// `4K/(K+BDP)` for this flow, Q16 (cached likewise).
     md_factor_q16: u32,
+    /// Largest window in bytes (`max_wnd_bdp` × BDP, cached likewise).
+    max_cwnd: u32,
     /// E: EWMA of the per-epoch marked fraction, Q16.
     ecn_ewma_q16: u32,
     /// MD_scale, Q16: 1.0 after physical-queue congestion, ×0.3 per
@@ -194,6 +207,11 @@ impl Uno {
         // α = ppm × BDP, in Q16 bytes.
         self.ai_per_rtt_q16 = mul_div(bdp << SHIFT, p.ai_bdp_ppm as u64, 1_000_000);
         self.md_factor_q16 = p.md_factor_q16(bdp);
+        self.max_cwnd = if p.max_wnd_bdp_q16 == 0 {
+            super::MAX_CWND_BYTES
+        } else {
+            sat_u32(core::cmp::max(mul_q16(bdp, p.max_wnd_bdp_q16), 2 * p.mtu as u64))
+        };
     }
 
     /// The base RTT, or until the first RTT sample the intra-DC RTT (the
@@ -229,7 +247,7 @@ impl Uno {
         if self.epoch_marked > 0 && draining {
             // aimd_phantom: the marks are falling, the queue drains: one AI
             // step for the epoch's bytes instead of a cut.
-            self.w.ai(self.ai_per_rtt_q16, self.epoch_acked, super::MAX_CWND_BYTES);
+            self.w.ai(self.ai_per_rtt_q16, self.epoch_acked, self.max_cwnd);
         } else if self.epoch_marked > 0 && now >= self.holdoff_until_ns {
             if self.no_physical_queue(p) {
                 // Congestion in phantom queues only: gentle reduction.
@@ -253,7 +271,7 @@ impl Uno {
     fn on_qa(&mut self, p: &Params, now: u64, app_limited: bool) {
         // Compare with the window the period started with: an increase made
         // during the period (even by this very ACK) could not yet be used.
-        let cwnd = core::cmp::min(self.w.bytes(), self.qa_cwnd) as u64;
+        let cwnd = if p.qa_vs_current != 0 { self.w.bytes() } else { core::cmp::min(self.w.bytes(), self.qa_cwnd) } as u64;
         if now >= self.holdoff_until_ns
             && !app_limited
             && (self.qa_acked as u64).saturating_add(p.mtu as u64) < mul_q16(cwnd, p.qa_beta_q16)
@@ -295,10 +313,10 @@ impl Uno {
             if marked > 0 {
                 self.w.exit_slow_start();
             } else {
-                self.w.slow_start(s.acked_bytes, super::MAX_CWND_BYTES);
+                self.w.slow_start(s.acked_bytes, self.max_cwnd);
             }
         } else if marked < s.acked_bytes && !s.app_limited {
-            self.w.ai(self.ai_per_rtt_q16, s.acked_bytes - marked, super::MAX_CWND_BYTES);
+            self.w.ai(self.ai_per_rtt_q16, s.acked_bytes - marked, self.max_cwnd);
         }
 
         // ONEPOCH.
@@ -355,6 +373,7 @@ impl CongestionControl for Uno {
             last_rtt_ns: init.rtt_hint_ns,
             ai_per_rtt_q16: 0,
             md_factor_q16: 0,
+            max_cwnd: super::MAX_CWND_BYTES,
             ecn_ewma_q16: 0,
             md_scale_q16: ONE,
             epoch_acked: 0,
@@ -381,7 +400,7 @@ impl CongestionControl for Uno {
             return self.on_ack_full(p, s);
         }
         self.last_rtt_ns = s.rtt_ns;
-        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, super::MAX_CWND_BYTES);
+        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, self.max_cwnd);
         self.epoch_acked = self.epoch_acked.saturating_add(s.acked_bytes);
         self.qa_acked = self.qa_acked.saturating_add(s.acked_bytes);
     }
@@ -424,5 +443,5 @@ tunables!(Params {
     rate_bytes_per_sec: u64, mtu: u32, ai_bdp_ppm: u32, k_bytes: u32, epoch_ns: u32,
     ecn_ewma_gain_q16: u32, phantom_md_scale_q16: u32, queue_delay_tol_q16: u32,
     qa_beta_q16: u32, qa_scale_q16: u32, qa_period_q16: u32, max_md_q16: u32, init_bdp_q16: u32,
-    cumulative_gentle_md: u32, aimd_phantom: u32,
+    cumulative_gentle_md: u32, aimd_phantom: u32, qa_vs_current: u32, max_wnd_bdp_q16: u32,
 });

@@ -116,6 +116,19 @@ impl CcKind {
     }
 }
 
+/// The tunables of preset `name` of `kind` on `net`
+/// (`xdcc_algo::presets`); an unknown preset is an error listing the known.
+pub fn preset_tunables(kind: CcKind, name: &str, net: &NetConfig) -> Result<BTreeMap<String, u64>> {
+    let mut out = BTreeMap::new();
+    if !xdcc_algo::presets::for_each_preset_tunable(kind.name(), name, net, |k, v| {
+        out.insert(k.to_string(), v);
+    }) {
+        let known: Vec<&str> = xdcc_algo::presets::PRESETS.iter().filter(|p| p.0 == kind.name()).map(|p| p.1).collect();
+        bail!("{}: unknown preset {name:?} (known: {})", kind.name(), if known.is_empty() { "none".to_string() } else { known.join(", ") });
+    }
+    Ok(out)
+}
+
 impl AnyParams {
     /// Paper defaults for `net`, then `overrides` (name → value) applied one
     /// by one; an unknown name or an out-of-range value is an error naming it.

@@ -35,6 +35,10 @@ enum Cmd {
         /// the same as `[params.amrt] spare_increase = 0` in the file).
         #[arg(long, value_name = "CC.NAME=VALUE")]
         set: Vec<String>,
+        /// Start a CC from a named tunable preset, before `--set`:
+        /// `--preset gemini=uno-artifact` (the same as `[presets]` in the file).
+        #[arg(long, value_name = "CC=PRESET")]
+        preset: Vec<String>,
         /// Repeat with this many seeds (the file's `seed` and the ones after
         /// it) and print mean ± 95 % interval per metric.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -58,9 +62,12 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
-        Cmd::Run { scenario, cc, out, json, set, seeds, duration } => {
+        Cmd::Run { scenario, cc, out, json, set, seeds, duration, preset } => {
             let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;
             if xdcc_sim::testbed::is_testbed_format(&text) {
+                if !preset.is_empty() {
+                    anyhow::bail!("--preset is for simulator scenarios; a testbed scenario sets [presets] or a variant's preset");
+                }
                 return run_testbed(&scenario, &cc, out.as_deref(), json, &set, seeds, duration);
             }
             if duration.is_some() {
@@ -69,6 +76,10 @@ fn run(cli: Cli) -> Result<()> {
             let mut sc = xdcc_sim::Scenario::from_file(&scenario)?;
             if !cc.is_empty() {
                 sc.cc = cc;
+            }
+            for cp in &preset {
+                let (c, name) = cp.split_once('=').ok_or_else(|| anyhow::anyhow!("--preset {cp}: expected CC=PRESET"))?;
+                sc.presets.insert(c.to_string(), name.to_string());
             }
             apply_sets(&mut sc, &set)?;
             if seeds > 1 {

@@ -48,6 +48,10 @@ pub struct Scenario {
     /// Per-algorithm tunable overrides: `[params.uno] k_bytes = 25000`.
     #[serde(default)]
     pub params: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Per-algorithm named preset (`xdcc_algo::presets`), applied before
+    /// `[params]`: `[presets] gemini = "uno-artifact"`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub presets: BTreeMap<String, String>,
     /// Per-algorithm queue overrides (e.g. each paper's marking):
     /// `[queue_overrides.uno.dc] phantom = {...}`.
     #[serde(default)]
@@ -243,6 +247,28 @@ impl Scenario {
         Self::from_toml(&text).with_context(|| format!("in {}", path.display()))
     }
 
+    /// What the algorithms derive their defaults from.
+    pub fn net_config(&self) -> xdcc_algo::NetConfig {
+        xdcc_algo::NetConfig {
+            link_rate_bps: (self.net.link_rate_gbps * 1e9).round() as u64,
+            intra_rtt_ns: (self.net.intra_rtt_us * 1e3).round().min(u32::MAX as f64) as u32,
+            inter_rtt_ns: (self.net.inter_rtt_us * 1e3).round().min(u32::MAX as f64) as u32,
+            mtu: self.net.mtu,
+        }
+    }
+
+    /// The tunables of `kind` in this scenario: its preset's, then `[params]`.
+    pub fn params_of(&self, kind: CcKind) -> Result<BTreeMap<String, u64>> {
+        let mut out = match self.presets.get(kind.name()) {
+            Some(name) => crate::cc::preset_tunables(kind, name, &self.net_config())?,
+            None => BTreeMap::new(),
+        };
+        if let Some(p) = self.params.get(kind.name()) {
+            out.extend(p.iter().map(|(k, v)| (k.clone(), *v)));
+        }
+        Ok(out)
+    }
+
     /// The timing jitter in ns (see `jitter_us`).
     pub fn jitter_ns(&self) -> u64 {
         let us = self.jitter_us.unwrap_or(self.net.mtu as f64 * 8.0 / (self.net.link_rate_gbps * 1e3));
@@ -295,8 +321,11 @@ impl Scenario {
             bail!("cc: name at least one algorithm");
         }
         self.cc_kinds()?;
-        for k in self.params.keys().chain(self.queue_overrides.keys()) {
-            CcKind::parse(k).with_context(|| format!("[params.{k}] / [queue_overrides.{k}]"))?;
+        for k in self.params.keys().chain(self.queue_overrides.keys()).chain(self.presets.keys()) {
+            CcKind::parse(k).with_context(|| format!("[params.{k}] / [queue_overrides.{k}] / [presets]"))?;
+        }
+        for (k, name) in &self.presets {
+            crate::cc::preset_tunables(CcKind::parse(k)?, name, &self.net_config())?;
         }
         pos("net.link_rate_gbps", self.net.link_rate_gbps)?;
         pos("net.intra_rtt_us", self.net.intra_rtt_us)?;

@@ -293,12 +293,7 @@ impl Sim {
     /// runs `kind`.
     pub fn new(sc: &Scenario, kind: CcKind) -> Result<Self> {
         sc.validate()?;
-        let net = NetConfig {
-            link_rate_bps: (sc.net.link_rate_gbps * 1e9).round() as u64,
-            intra_rtt_ns: ns(sc.net.intra_rtt_us, 1e3).min(u32::MAX as u64) as u32,
-            inter_rtt_ns: ns(sc.net.inter_rtt_us, 1e3).min(u32::MAX as u64) as u32,
-            mtu: sc.net.mtu,
-        };
+        let net: NetConfig = sc.net_config();
         let mut kinds: Vec<CcKind> = vec![kind];
         for f in &sc.flows {
             if let Some(c) = &f.cc {
@@ -308,11 +303,7 @@ impl Sim {
                 }
             }
         }
-        let empty = Default::default();
-        let mut params = kinds
-            .iter()
-            .map(|&k| AnyParams::build(k, &net, sc.params.get(k.name()).unwrap_or(&empty)))
-            .collect::<Result<Vec<_>>>()?;
+        let mut params = kinds.iter().map(|&k| AnyParams::build(k, &net, &sc.params_of(k)?)).collect::<Result<Vec<_>>>()?;
 
         let overrides = sc.queue_overrides.get(kind.name());
         let queues = sc
@@ -366,7 +357,7 @@ impl Sim {
             let mut pi = kinds.iter().position(|&x| x == k).expect("collected above");
             if !g.params.is_empty() {
                 // This group's own tunables: the run's for its algorithm, then the group's.
-                let mut merged = sc.params.get(k.name()).cloned().unwrap_or_default();
+                let mut merged = sc.params_of(k)?;
                 merged.extend(g.params.iter().map(|(n, v)| (n.clone(), *v)));
                 params.push(AnyParams::build(k, &net, &merged).map_err(|e| anyhow::anyhow!("flows.{}.params: {e}", g.name))?);
                 pi = params.len() - 1;

@@ -80,6 +80,10 @@ pub struct TestbedScenario {
     pub profiles: BTreeMap<String, String>,
     #[serde(default)]
     pub tunables: BTreeMap<String, BTreeMap<String, u64>>,
+    /// A named tunable preset per CC (`xdcc_algo::presets`), applied after
+    /// the runner's tunables and before `[tunables]`.
+    #[serde(default)]
+    pub presets: BTreeMap<String, String>,
     #[serde(default)]
     pub variants: BTreeMap<String, Variant>,
     #[serde(default)]
@@ -113,6 +117,8 @@ pub struct Variant {
     pub tunables: BTreeMap<String, u64>,
     #[serde(default)]
     pub profile: Option<String>,
+    #[serde(default)]
+    pub preset: Option<String>,
     #[serde(default)]
     pub description: String,
 }
@@ -335,20 +341,31 @@ impl TestbedScenario {
         Ok(out)
     }
 
-    /// (CC, switch profile, tunables) of a `ccs` entry: `scenario.py`'s `resolve`.
-    fn resolve(&self, entry: &str) -> Result<(String, Option<String>, BTreeMap<String, u64>)> {
+    /// (CC, switch profile, preset, tunables) of a `ccs` entry:
+    /// `scenario.py`'s `resolve`.
+    fn resolve(&self, entry: &str) -> Result<(String, Option<String>, Option<String>, BTreeMap<String, u64>)> {
         match self.variants.get(entry) {
-            None => Ok((entry.to_string(), self.profiles.get(entry).cloned(), self.tunables.get(entry).cloned().unwrap_or_default())),
+            None => Ok((
+                entry.to_string(),
+                self.profiles.get(entry).cloned(),
+                self.presets.get(entry).cloned(),
+                self.tunables.get(entry).cloned().unwrap_or_default(),
+            )),
             Some(v) => {
                 let mut t = self.tunables.get(&v.cc).cloned().unwrap_or_default();
                 t.extend(v.tunables.iter().map(|(k, x)| (k.clone(), *x)));
-                Ok((v.cc.clone(), v.profile.clone().or_else(|| self.profiles.get(&v.cc).cloned()), t))
+                Ok((
+                    v.cc.clone(),
+                    v.profile.clone().or_else(|| self.profiles.get(&v.cc).cloned()),
+                    v.preset.clone().or_else(|| self.presets.get(&v.cc).cloned()),
+                    t,
+                ))
             }
         }
     }
 
     fn point(&self, name: &str, dir: &Path, base: &toml::Table, entry: &str, label: &str, over: Option<&(String, Value)>) -> Result<Point> {
-        let (cc, profile, tunables) = self.resolve(entry)?;
+        let (cc, profile, preset, tunables) = self.resolve(entry)?;
         let mut point = Point { entry: entry.to_string(), cc: cc.clone(), label: label.to_string(), scenario: None, notes: Vec::new() };
         if CcKind::parse(&cc).is_err() {
             if KERNEL_CCS.contains(&cc.as_str()) {
@@ -444,8 +461,19 @@ impl TestbedScenario {
             bail!("bottleneck '{}': no flow crosses that port", self.bottleneck);
         }
 
+        // The runner's order: the network, its time-scaled tunables, the
+        // preset, the scenario's tunables.
         let mut params = BTreeMap::new();
         let mut p = time_scaled_tunables(&cc, &t, &net)?;
+        if let Some(name) = &preset {
+            let nc = xdcc_algo::NetConfig {
+                link_rate_bps: t.dc.rate_mbit * 1_000_000,
+                intra_rtt_ns: (t.dc.intra_rtt_us * 1000).min(u32::MAX as u64) as u32,
+                inter_rtt_ns: (t.inter_rtt_us() * 1000).min(u32::MAX as u64) as u32,
+                mtu: MTU as u32,
+            };
+            p.extend(crate::cc::preset_tunables(CcKind::parse(&cc)?, name, &nc)?);
+        }
         p.extend(tunables);
         params.insert(cc.clone(), p);
         let sc = Scenario {
@@ -460,6 +488,7 @@ impl TestbedScenario {
                 mtu: MTU as u32,
             },
             params,
+            presets: BTreeMap::new(),
             queue_overrides: BTreeMap::new(),
             queues,
             flows,

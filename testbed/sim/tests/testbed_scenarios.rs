@@ -127,6 +127,16 @@ fn a_bad_testbed_scenario_is_one_clear_error() {
     assert!(case("ccs = [\"warp\"]\nbottleneck = \"dc1sw:h1\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n").contains("unknown CC 'warp'"));
     assert!(case(&format!("{base}[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\nstop_s = 99\n")).contains("stop_s <= duration_s"));
     assert!(case("ccs = [\"gemini\"]\nbottleneck = \"dc2sw:h1\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n").contains("no flow crosses"));
+    assert!(case(&format!("{base}[presets]\ngemini = \"nope\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")).contains("unknown preset \"nope\""));
     assert_eq!(case(&format!("{base}[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")), "accepted");
+    // A preset applies after the runner's tunables (it replaces the switch's
+    // K that the runner gives Gemini) and before the scenario's own.
+    let p = dir.join("scenarios/preset.toml");
+    std::fs::write(&p, format!("{base}[presets]\ngemini = \"uno-artifact\"\n[tunables.gemini]\nbeta_q16 = 1000\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")).unwrap();
+    let (tb, d) = TestbedScenario::from_file(&p).unwrap();
+    let sc = tb.points("preset", &d).unwrap().remove(0).scenario.unwrap();
+    let g = &sc.params["gemini"];
+    assert_eq!((g["k_bytes"], g["init_bdp_q16"], g["beta_q16"]), (9000, 65536, 1000));
+    assert_eq!(g["t_ns"], 5_000_000 * 20, "the runner's time-scaled T stays");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -324,6 +324,71 @@ pub fn tunable_set(cc: &str, name: &str, value: &str) -> Result<u64> {
     Ok(value)
 }
 
+/// The presets of a CC (`uno`, `bpf_uno`): (CC, name, description).
+pub fn presets_of(cc: &str) -> Result<Vec<(&'static str, &'static str, &'static str)>> {
+    let algo = cc.strip_prefix("bpf_").unwrap_or(cc);
+    let v: Vec<_> = xdcc_algo::presets::PRESETS.iter().copied().filter(|p| p.0 == algo).collect();
+    if v.is_empty() {
+        let ccs: Vec<&str> = xdcc_algo::presets::PRESETS.iter().map(|p| p.0).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        return Err(bad_value(format!("{cc} has no presets (presets exist for {})", ccs.join(", "))));
+    }
+    Ok(v)
+}
+
+/// The preset's tunables for this CC's current network (its `net_*`
+/// tunables; the CC's defaults when it has none), checked together against
+/// the current set before anything is written: a bad name, or a preset that
+/// does not fit the network, changes nothing. "paper" puts what the other
+/// presets change back to the paper's defaults. Returns what changed.
+pub fn tunable_preset(cc: &str, name: &str) -> Result<Vec<(String, u64)>> {
+    let algo = cc.strip_prefix("bpf_").unwrap_or(cc);
+    let known = presets_of(cc)?;
+    if !known.iter().any(|p| p.1 == name) {
+        return Err(bad_value(format!(
+            "{cc} has no preset `{name}` (known: {})",
+            known.iter().map(|p| p.1).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let current = tunable_list(cc)?;
+    let get = |n: &str| current.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+    let to_u32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    let net = match (get(NET_KNOBS[0]), get(NET_KNOBS[1]), get(NET_KNOBS[2]), get(NET_KNOBS[3])) {
+        (Some(r), Some(a), Some(e), Some(m)) => NetConfig {
+            link_rate_bps: r.saturating_mul(1_000_000),
+            intra_rtt_ns: to_u32(a.saturating_mul(1000)),
+            inter_rtt_ns: to_u32(e.saturating_mul(1000)),
+            mtu: to_u32(m),
+        },
+        _ => NetConfig::LINUX_DEFAULT,
+    };
+    let values: Vec<(String, u64)> = with_cc!(algo, |C, P| {
+        // The current set with the preset's values on top, validated whole.
+        let mut p = P::from_net(&net);
+        for (k, v) in &current {
+            if P::TUNABLES.contains(&k.as_str()) {
+                let _ = p.set_unchecked(k, *v);
+            }
+        }
+        let mut err = None;
+        xdcc_algo::presets::for_each_preset_tunable(algo, name, &net, |k, v| {
+            if let Err(e) = p.set_unchecked(k, v) {
+                err.get_or_insert(e);
+            }
+        });
+        if let Some(e) = err {
+            return Err(bad_value(e));
+        }
+        p.validate().map_err(|e| bad_value(format!("preset {name} does not fit this network: {e}")))?;
+        P::TUNABLES.iter().map(|n| (n.to_string(), p.get(n).unwrap_or(0))).collect()
+    }, _ => return Err(bad_value(format!("{cc}: not an xdcc CC"))));
+    // Only what differs is written (the rest already holds those values).
+    let changes: Vec<(String, u64)> = values.into_iter().filter(|(k, v)| get(k) != Some(*v)).collect();
+    for (k, v) in &changes {
+        tunable_set(cc, k, &v.to_string()).with_context(|| format!("preset {name}: setting {k} (the values before it were written)"))?;
+    }
+    Ok(changes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -257,6 +257,10 @@ enum TunableCmd {
     Get { cc: String, name: String },
     /// Validated before writing: a bad name or value changes nothing.
     Set { cc: String, name: String, value: String },
+    /// Apply a named preset (a set of tunables derived from the CC's current
+    /// `net_*` network: `paper` = the paper's defaults, `uno-artifact` = as
+    /// the public Uno simulator runs it); without NAME, list the presets.
+    Preset { cc: String, name: Option<String> },
 }
 
 #[derive(Subcommand)]
@@ -455,6 +459,18 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Tunable(TunableCmd::Get { cc, name }) => {
             println!("{}", kernel::tunable_get(&cc, &name)?);
+            Ok(())
+        }
+        Cmd::Tunable(TunableCmd::Preset { cc, name: None }) => {
+            for (c, name, doc) in kernel::presets_of(&cc)? {
+                println!("{c} {name:<14} {doc}");
+            }
+            Ok(())
+        }
+        Cmd::Tunable(TunableCmd::Preset { cc, name: Some(name) }) => {
+            for (k, v) in kernel::tunable_preset(&cc, &name)? {
+                println!("{cc}.{k} = {v}");
+            }
             Ok(())
         }
         Cmd::Tunable(TunableCmd::Set { cc, name, value }) => {

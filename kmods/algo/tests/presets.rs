@@ -1,0 +1,154 @@
+//! Tunable presets (`xdcc_algo::presets`): each names real tunables, fits
+//! every network, "paper" undoes it, and the behaviours it switches on do
+//! what the reference code does.
+
+use xdcc_algo::fixed::ONE;
+use xdcc_algo::presets::{for_each_preset_tunable, PRESETS};
+use xdcc_algo::{gemini, uno, AckSample, CongestionControl, FlowInit, NetConfig, Tunables};
+
+const NETS: [NetConfig; 3] = [NetConfig::LINUX_DEFAULT, NetConfig::UNO_PAPER, NetConfig::GEMINI_TESTBED];
+const T0: u64 = 1_000_000_000;
+
+fn ack(now: u64, rtt: u32, marked: bool) -> AckSample {
+    AckSample {
+        now_ns: now,
+        acked_bytes: 1500,
+        marked_bytes: if marked { 1500 } else { 0 },
+        rtt_ns: rtt,
+        send_time_ns: now - rtt as u64,
+        inflight_at_send: 0,
+        inflight: 0,
+        app_limited: false,
+    }
+}
+
+fn with_preset<P: Tunables>(cc: &str, name: &str, n: &NetConfig) -> P {
+    let mut p = P::from_net(n);
+    assert!(for_each_preset_tunable(cc, name, n, |k, v| {
+        p.set_unchecked(k, v).unwrap_or_else(|e| panic!("{cc}/{name}: {e}"));
+    }));
+    p.validate().unwrap_or_else(|e| panic!("{cc}/{name} on {n:?}: {e}"));
+    p
+}
+
+#[test]
+fn every_preset_names_real_tunables_and_fits_every_network() {
+    for n in &NETS {
+        for &(cc, name, _) in PRESETS {
+            match cc {
+                "uno" => {
+                    with_preset::<uno::Params>(cc, name, n);
+                }
+                "gemini" => {
+                    with_preset::<gemini::Params>(cc, name, n);
+                }
+                other => panic!("a preset for {other}: add it here"),
+            }
+        }
+    }
+    assert!(!for_each_preset_tunable("uno", "nope", &NETS[0], |_, _| panic!("nothing is set for an unknown preset")));
+}
+
+#[test]
+fn paper_undoes_the_artifact_preset() {
+    let n = NetConfig::GEMINI_TESTBED;
+    let mut p: gemini::Params = with_preset("gemini", "uno-artifact", &n);
+    assert_ne!(p, gemini::Params::from_net(&n));
+    for_each_preset_tunable("gemini", "paper", &n, |k, v| p.set_unchecked(k, v).unwrap());
+    assert_eq!(p, gemini::Params::from_net(&n));
+    let mut u: uno::Params = with_preset("uno", "uno-artifact", &n);
+    for_each_preset_tunable("uno", "paper", &n, |k, v| u.set_unchecked(k, v).unwrap());
+    assert_eq!(u, uno::Params::from_net(&n));
+}
+
+/// The reference code's Gemini starts at one BDP without slow start, never
+/// grows past one BDP, adds the same bytes per RTT on every path, and only
+/// inter-DC flows react to the delay threshold.
+#[test]
+fn gemini_artifact_starts_at_one_bdp_and_stays_capped() {
+    let n = NetConfig::GEMINI_TESTBED; // 1 Gbit/s, 200 us / 10 ms
+    let p: gemini::Params = with_preset("gemini", "uno-artifact", &n);
+    let rtt = n.intra_rtt_ns;
+    let bdp = 1_000_000_000u64 / 8 * rtt as u64 / 1_000_000_000; // 25 000 bytes
+    let mut g = gemini::Gemini::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: rtt });
+    assert_eq!(g.cwnd() as u64, bdp, "starts at one BDP");
+    assert!(g.cwnd() >= g.ssthresh(), "no slow start");
+    let mut now = T0;
+    for _ in 0..20_000 {
+        now += 10_000;
+        g.on_ack(&p, &ack(now, rtt, false));
+    }
+    assert_eq!(g.cwnd() as u64, bdp, "never past one BDP");
+    // The paper's Gemini from the same start grows without bound.
+    let d = gemini::Params::from_net(&n);
+    let mut free = gemini::Gemini::new(&d, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: rtt });
+    let mut now = T0;
+    for _ in 0..20_000 {
+        now += 10_000;
+        free.on_ack(&d, &ack(now, rtt, false));
+    }
+    assert!(free.cwnd() as u64 > 4 * bdp);
+
+    // Same bytes per RTT: h from the inter-DC RTT for the intra-DC flow too.
+    let intra = gemini::Gemini::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: n.intra_rtt_ns });
+    let inter = gemini::Gemini::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: n.inter_rtt_ns });
+    assert_eq!(intra.ai_per_rtt_q16(), inter.ai_per_rtt_q16());
+    let di = gemini::Gemini::new(&d, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: n.intra_rtt_ns });
+    let de = gemini::Gemini::new(&d, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: n.inter_rtt_ns });
+    assert!(di.ai_per_rtt_q16() < de.ai_per_rtt_q16(), "the paper's h grows with the RTT");
+    assert!(p.init_bdp_q16 == ONE && p.max_wnd_bdp_q16 == ONE);
+}
+
+/// T applies to inter-DC flows only: an intra-DC flow whose RTT rises by
+/// more than T above its base does not cut (no ECN marks either).
+#[test]
+fn gemini_artifact_applies_the_delay_threshold_to_inter_dc_flows_only() {
+    let n = NetConfig::GEMINI_TESTBED;
+    for (preset, want_cut) in [("paper", true), ("uno-artifact", false)] {
+        let mut p: gemini::Params = with_preset("gemini", preset, &n);
+        p.t_ns = 100_000; // 0.1 ms, below the RTT rise
+        p.max_wnd_bdp_q16 = 0;
+        let rtt = n.intra_rtt_ns;
+        let mut g = gemini::Gemini::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: rtt });
+        let mut now = T0;
+        for _ in 0..2000 {
+            now += 10_000;
+            g.on_ack(&p, &ack(now, rtt, false));
+        }
+        let before = g.cwnd();
+        let mut cut = false;
+        for _ in 0..2000 {
+            now += 10_000;
+            let last = g.cwnd();
+            g.on_ack(&p, &ack(now, rtt + 500_000, false));
+            cut |= g.cwnd() < last;
+        }
+        assert_eq!(cut, want_cut, "{preset}: window {before} -> {}", g.cwnd());
+    }
+}
+
+/// The reference code's runs cap every window at one BDP; the paper's UnoCC
+/// grows without a cap while nothing is marked.
+#[test]
+fn uno_artifact_caps_the_window_at_one_bdp() {
+    let n = NetConfig::GEMINI_TESTBED;
+    let p: uno::Params = with_preset("uno", "uno-artifact", &n);
+    assert_eq!(p.qa_vs_current, 1);
+    let rtt = n.intra_rtt_ns;
+    let bdp = 1_000_000_000u64 / 8 * rtt as u64 / 1_000_000_000;
+    let mut u = uno::Uno::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: rtt });
+    let mut now = T0;
+    for _ in 0..20_000 {
+        now += 12_000; // one window of 1500-byte ACKs per RTT: no QA
+        u.on_ack(&p, &ack(now, rtt, false));
+    }
+    assert!(u.cwnd() as u64 <= bdp, "window {} > one BDP {bdp}", u.cwnd());
+    let d = uno::Params::from_net(&n);
+    let mut free = uno::Uno::new(&d, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: rtt });
+    let mut now = T0;
+    for _ in 0..20_000 {
+        now += 12_000;
+        free.on_ack(&d, &ack(now, rtt, false));
+    }
+    assert!(free.cwnd() as u64 > bdp, "the paper's UnoCC has no cap: {}", free.cwnd());
+}
