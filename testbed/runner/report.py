@@ -107,6 +107,22 @@ def compare_rows(ms, preds):
     return rows
 
 
+def fct_compare_rows(ms, preds):
+    """Per run and FCT row (kind, class, size): n, mean and p99 as 'kernel / model'."""
+    rows = []
+    for m in ms:
+        model = model_of(m, preds)
+        if not model:
+            continue
+        for r in m["fct"]:
+            key = f"{r['kind']} {r['class']} {r['size']}"
+            mm, mp, mn = (model.get(f"fct_{x} {key}", (None, None))[0] for x in ("mean_ms", "p99_ms", "n"))
+            rows.append([m["cc"], m["label"] or "-", r["kind"], r["class"], r["size"],
+                         f"{r['n']} / {fmt(mn, 0)}", f"{fmt(r['mean_ms'], 0)} / {fmt(mm, 0)}",
+                         f"{fmt(r['p99_ms'], 0)} / {fmt(mp, 0)}"])
+    return rows
+
+
 def fct_rows(ms):
     out = []
     for m in ms:
@@ -398,6 +414,13 @@ def main():
                "|" + "---|" * (len(COMPARE) + 3)]
         md += ["| " + " | ".join(r) + " |" for r in cr]
         md += [""]
+        fc = fct_compare_rows(ms, preds)
+        if fc:
+            md += ["Flow completion times, kernel / model (mean over seeds of each seed's mean and p99; "
+                   "the model's FCT plus one base RTT for the handshake the testbed's timing includes):", "",
+                   "| cc | point | traffic | class | size | n | mean ms | p99 ms |", "|---|---|---|---|---|---|---|---|"]
+            md += ["| " + " | ".join(r) + " |" for r in fc]
+            md += [""]
     pr = phase_rows(ms)
     if pr:
         md += ["## Phases", "", "Each period between long-flow starts and stops, measured over its second half.", "",

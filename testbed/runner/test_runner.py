@@ -304,6 +304,17 @@ class ModelNextToKernel(unittest.TestCase):
         self.assertEqual(rows[0][:4], ["gemini", "-", "95.5 / 98.0±1.0", "0.600 / 0.800±0.020"])
         self.assertEqual(rows[1][-1], "dctcp is a kernel CC: no model in xdcc-sim")
 
+    def test_fct_rows_pair_kernel_and_model_by_size_class(self):
+        pred = {("uno", ""): {"entry": "uno", "label": "", "notes": [], "seeds": 3, "metrics": {
+            "fct_mean_ms incast intra <100KB": [120.4, 3.0], "fct_p99_ms incast intra <100KB": [300.0, 9.0],
+            "fct_n incast intra <100KB": [14.0, 0.0]}}}
+        m = dict(self.run_of("uno", 0.9, 10.0), fct=[
+            {"kind": "incast", "class": "intra", "size": "<100KB", "n": 14, "mean_ms": 250.0, "p99_ms": 540.0},
+            {"kind": "incast", "class": "inter", "size": "<100KB", "n": 8, "mean_ms": 280.0, "p99_ms": 480.0}])
+        rows = report.fct_compare_rows([m], pred)
+        self.assertEqual(rows[0][5:], ["14 / 14", "250 / 120", "540 / 300"])
+        self.assertEqual(rows[1][6:], ["280 / -", "480 / -"])  # no such class in the model
+
     def test_agreement_check_fails_outside_the_tolerance(self):
         def runs(util, p99):
             r = self.run_of("gemini", util, p99)

@@ -855,8 +855,41 @@ fn testbed_metrics(r: &RunReport) -> BTreeMap<String, f64> {
             m.insert("inter_intra_ratio".to_string(), i / a);
         }
     }
+    // Sized flows (incast, workload): FCT mean and p99 (nearest rank) per
+    // traffic kind, path class and size class, keyed as the report's rows:
+    // `fct_mean_ms workload intra <100KB`. The testbed times a flow from
+    // connect() to the receiver's one-byte answer, i.e. one handshake RTT
+    // and half an RTT more than the model's first-byte-to-last-ACK time:
+    // the model adds one base RTT (the remaining half RTT is the model's
+    // last ACK travelling back).
+    let mut fcts: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for f in &r.flows {
+        let mut parts = f.group.splitn(3, ':');
+        let (Some(class), Some(kind)) = (parts.next(), parts.next()) else { continue };
+        if kind == "long" {
+            continue;
+        }
+        let Some(fct) = f.fct_ms else {
+            *m.entry(format!("fct_unfinished {kind}")).or_insert(0.0) += 1.0;
+            continue;
+        };
+        let size = f.delivered_mb * 1e6;
+        let sc = SIZE_CLASSES.iter().find(|(lo, hi, _)| *lo <= size && size < *hi).map_or(">10MB", |c| c.2);
+        fcts.entry(format!("{kind} {class} {sc}")).or_default().push(fct + f.rtt_us / 1e3);
+    }
+    for (k, mut v) in fcts {
+        v.sort_by(|a, b| a.total_cmp(b));
+        let n = v.len();
+        m.insert(format!("fct_n {k}"), n as f64);
+        m.insert(format!("fct_mean_ms {k}"), v.iter().sum::<f64>() / n as f64);
+        m.insert(format!("fct_p99_ms {k}"), v[((0.99 * n as f64).ceil() as usize).clamp(1, n) - 1]);
+    }
     m
 }
+
+/// The testbed report's FCT size classes (`metrics.py`, SIZE_CLASSES).
+const SIZE_CLASSES: [(f64, f64, &str); 4] =
+    [(0.0, 1e5, "<100KB"), (1e5, 1e6, "100KB-1MB"), (1e6, 1e7, "1-10MB"), (1e7, f64::INFINITY, ">10MB")];
 
 /// Runs every point with `seeds` seeds (0, 1, ...).
 pub fn predict(points: &[Point], seeds: u32) -> Result<Vec<Prediction>> {

@@ -48,6 +48,7 @@ fn every_shipped_testbed_scenario_runs_in_the_model() {
         }
         let preds = predict(&ps, 1).unwrap_or_else(|e| panic!("{name}: {e:#}"));
         assert!(preds.iter().any(|p| p.metrics.contains_key("utilization")), "{name}: no modelled run");
+
         n += 1;
     }
     assert!(n >= 8, "only {n} testbed scenarios");
@@ -139,4 +140,20 @@ fn a_bad_testbed_scenario_is_one_clear_error() {
     assert_eq!((g["k_bytes"], g["init_bdp_q16"], g["beta_q16"]), (9000, 65536, 1000));
     assert_eq!(g["t_ns"], 5_000_000 * 20, "the runner's time-scaled T stays");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Sized flows get the report's FCT rows: per traffic kind, path class and
+/// size class, every flow counted (d-incast: 8 incasts of 7 intra- and 4
+/// inter-DC senders, 150 kB each).
+#[test]
+fn incast_flows_get_fct_rows_by_class() {
+    let ps: Vec<Point> = points("d-incast").into_iter().filter(|p| p.entry == "gemini").collect();
+    let pred = predict(&ps, 1).unwrap().remove(0);
+    let n = |k: &str| pred.metrics.get(k).map(|v| v.0);
+    assert_eq!(n("fct_n incast intra 100KB-1MB"), Some(56.0), "{:?}", pred.metrics.keys().collect::<Vec<_>>());
+    assert_eq!(n("fct_n incast inter 100KB-1MB"), Some(32.0));
+    // At least the transfer time at the line rate plus the handshake RTT.
+    let floor_ms = 150_000.0 * 8.0 / 50e6 * 1e3 + 4.0;
+    assert!(n("fct_mean_ms incast intra 100KB-1MB").unwrap() > floor_ms);
+    assert!(n("fct_p99_ms incast intra 100KB-1MB").unwrap() >= n("fct_mean_ms incast intra 100KB-1MB").unwrap());
 }
