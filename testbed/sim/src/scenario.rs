@@ -119,6 +119,18 @@ pub struct NetSpec {
     pub mtu: u32,
 }
 
+impl NetSpec {
+    /// The network as the algorithms see it (their defaults derive from it).
+    pub fn config(&self) -> xdcc_algo::NetConfig {
+        xdcc_algo::NetConfig {
+            link_rate_bps: (self.link_rate_gbps * 1e9).round() as u64,
+            intra_rtt_ns: (self.intra_rtt_us * 1e3).round().min(u32::MAX as f64) as u32,
+            inter_rtt_ns: (self.inter_rtt_us * 1e3).round().min(u32::MAX as f64) as u32,
+            mtu: self.mtu,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueSpec {
@@ -249,12 +261,7 @@ impl Scenario {
 
     /// What the algorithms derive their defaults from.
     pub fn net_config(&self) -> xdcc_algo::NetConfig {
-        xdcc_algo::NetConfig {
-            link_rate_bps: (self.net.link_rate_gbps * 1e9).round() as u64,
-            intra_rtt_ns: (self.net.intra_rtt_us * 1e3).round().min(u32::MAX as f64) as u32,
-            inter_rtt_ns: (self.net.inter_rtt_us * 1e3).round().min(u32::MAX as f64) as u32,
-            mtu: self.net.mtu,
-        }
+        self.net.config()
     }
 
     /// The tunables of `kind` in this scenario: its preset's, then `[params]`.
