@@ -13,6 +13,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenario  # noqa: E402
+
 # Metrics that must hold a number for every run with long flows. (Convergence
 # time may be None: "never converged" is a result, but the key must exist.)
 REQUIRED = ["utilization", "jain", "queue_mean_kb", "queue_p99_kb", "drops", "retransmits",
@@ -90,7 +93,7 @@ def problems(out):
                 bad.append(f"{rid}: {f} missing")
         if f"plots/{rid}.png" not in report:
             bad.append(f"{rid}: not in report.md")
-    xdcc = [r for r in runs if r.get("kernel_cc", r["cc"]) not in ("cubic", "dctcp", "bbr", "reno", "vegas")]
+    xdcc = [r for r in runs if r["cc"] not in scenario.KERNEL_CCS]  # xdcc CCs and variants
     if not os.path.isfile(os.path.join(out, "prediction.json")):
         bad.append("prediction.json missing (testbed/run.sh runs xdcc-sim on the scenario)")
     elif xdcc and not any(r.get("model") for r in xdcc):
