@@ -66,10 +66,10 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-echo "[testbed] building the xdcc CLI (switch profiles, tunables) and the simulator" >&2
+echo "[testbed] building the xdcc CLI (switch profiles, tunables), the simulator and the metrics" >&2
 XDCC_BPF_LINKER_DIR=$(ebpf/install-toolchain.sh)
 export XDCC_BPF_LINKER_DIR
-cargo build --release --locked -q -p xdcc -p xdcc-sim
+cargo build --release --locked -q -p xdcc -p xdcc-sim -p xdcc-metrics
 echo "[testbed] building the test kernel and modules (cached)" >&2
 testbed/kernel/build.sh >/dev/null
 

@@ -6,16 +6,41 @@ OUT/plots/, and OUT/report.md comparing the CCs; prints the summary table.
     report.py OUT
     report.py --combine OUT REP_DIR...   mean and 95 % interval per metric over
                                          repeated runs (testbed/run.sh --repeat N)
+    report.py --results RESULTS.md DIR...  rewrite RESULTS.md's generated section
+                                         from combined runs (testbed/results.sh)
 """
 
 import csv
 import glob
 import json
 import os
+import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import metrics  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def metrics_tool(*args, stdin=None):
+    """Runs `xdcc-metrics` (testbed/metrics: the metric definitions the
+    simulator uses too) and returns its JSON answer. The binary is
+    $XDCC_METRICS, else the workspace's release build, built if missing."""
+    exe = os.environ.get("XDCC_METRICS") or os.path.join(REPO, "target", "release", "xdcc-metrics")
+    if not os.access(exe, os.X_OK):
+        try:
+            subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "xdcc-metrics"], cwd=REPO, check=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            sys.exit(f"report.py: no {exe} and building it failed ({e}): run `cargo build --release -p xdcc-metrics`")
+    p = subprocess.run([exe, *args], input=stdin, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"report.py: xdcc-metrics {args[0]} failed: {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+def analyze(paths):
+    """(definitions, [(metrics, series)]) of the raw runs at `paths`: the
+    definitions are BIN_S, CONVERGED_JAIN and the FCT size classes."""
+    doc = metrics_tool("analyze", *paths)
+    return doc["definitions"], [(r["metrics"], r["series"]) for r in doc["runs"]]
 
 
 def fmt(v, nd=1, pct=False):
@@ -62,11 +87,12 @@ def table(ms, markdown=False):
 
 # The model's prediction (`xdcc-sim run SCENARIO --json`, written by
 # testbed/run.sh as OUT/prediction.json) beside the kernel's measurement:
-# (metric, header, scale, decimals). The simulator computes these with the
-# same definitions (steady window, Jain of the long flows' mean rates,
-# nearest-rank percentiles).
-COMPARE = [("utilization", "util%", 100, 1), ("jain", "jain", 1, 3), ("inter_intra_ratio", "inter/intra", 1, 2),
-           ("queue_mean_kb", "q_mean_kB", 1, 1), ("queue_p99_kb", "q_p99_kB", 1, 1), ("drops", "drops", 1, 0)]
+# (metric, header, scale, decimals). Both sides come from the same code
+# (testbed/metrics: the simulator's run becomes a run record like the
+# testbed's raw JSON and goes through the same `analyze`).
+COMPARE = [("utilization", "util%", 100, 1), ("jain", "jain", 1, 3), ("convergence_s", "conv_s", 1, 1),
+           ("inter_intra_ratio", "inter/intra", 1, 2), ("queue_mean_kb", "q_mean_kB", 1, 1),
+           ("queue_p99_kb", "q_p99_kB", 1, 1), ("drops", "drops", 1, 0), ("retransmits", "retx", 1, 0)]
 
 
 def load_prediction(out):
@@ -132,7 +158,7 @@ def fct_rows(ms):
     return out
 
 
-def plot_run(raw, m, ts, outdir):
+def plot_run(raw, m, ts, defs, outdir):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -140,13 +166,13 @@ def plot_run(raw, m, ts, outdir):
     fig, ax = plt.subplots(4, 1, figsize=(9, 11), sharex=True)
     colors = {"intra": "tab:blue", "inter": "tab:red"}
     for f in flows:
-        s = ts["rates"][f["id"]]
-        ax[0].plot([t + metrics.BIN_S / 2 for t, _ in s], [r / 1e6 for _, r in s],
+        s = ts["rates"][str(f["id"])]
+        ax[0].plot([t + defs["bin_s"] / 2 for t, _ in s], [r / 1e6 for _, r in s],
                    color=colors[f["class"]], alpha=0.7, lw=1,
                    label=f"{f['class']}" if f is next(g for g in flows if g["class"] == f["class"]) else None)
-        r = ts["rtt"][f["id"]]
+        r = ts["rtt"][str(f["id"])]
         ax[1].plot([t for t, _ in r], [v for _, v in r], color=colors[f["class"]], alpha=0.6, lw=0.8)
-    ax[0].set_ylabel(f"rate (Mbit/s, {metrics.BIN_S}s bins)")
+    ax[0].set_ylabel(f"rate (Mbit/s, {defs['bin_s']}s bins)")
     ax[0].legend(loc="upper right")
     ax[1].set_ylabel("srtt (ms)")
     ax[1].set_yscale("log")
@@ -154,8 +180,8 @@ def plot_run(raw, m, ts, outdir):
     ax[2].plot([x[0] for x in q], [x[1] / 1000 for x in q], color="black", lw=0.8)
     ax[2].set_ylabel(f"queue {raw['bottleneck']} (kB)")
     j = [(t, v) for t, v in ts["jain"] if v is not None]
-    ax[3].plot([t + metrics.BIN_S / 2 for t, _ in j], [v for _, v in j], color="tab:green")
-    ax[3].axhline(metrics.CONVERGED_JAIN, ls="--", color="gray", lw=0.8)
+    ax[3].plot([t + defs["bin_s"] / 2 for t, _ in j], [v for _, v in j], color="tab:green")
+    ax[3].axhline(defs["converged_jain"], ls="--", color="gray", lw=0.8)
     ax[3].set_ylim(0, 1.05)
     ax[3].set_ylabel("Jain's index")
     ax[3].set_xlabel("time (s)")
@@ -166,7 +192,7 @@ def plot_run(raw, m, ts, outdir):
     plt.close(fig)
 
 
-def plot_compare(ms, outdir, name):
+def plot_compare(ms, defs, outdir, name):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -191,7 +217,7 @@ def plot_compare(ms, outdir, name):
         fig.savefig(os.path.join(outdir, f"{name}.{ext}"), dpi=90)
     plt.close(fig)
     if any(m["fct"] for m in ms):
-        classes = [c for _, _, c in metrics.SIZE_CLASSES]
+        classes = defs["size_classes"]
         fig, ax = plt.subplots(1, 2, figsize=(12, 4))
         for i, m in enumerate(ms):
             for k, stat in enumerate(("mean_ms", "p99_ms")):
@@ -229,26 +255,6 @@ def phase_rows(ms):
     return rows
 
 
-# Student's t, two-sided 97.5 % quantiles for 1..30 degrees of freedom (the
-# same table as the simulator's `mean_ci95`), then the normal 1.96.
-T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042]
-
-
-def mean_ci95(xs):
-    """Mean and half-width of the 95 % confidence interval (0 for one value)."""
-    n = len(xs)
-    if n == 0:
-        return None, None
-    mean = sum(xs) / n
-    if n < 2:
-        return mean, 0.0
-    var = sum((x - mean) ** 2 for x in xs) / (n - 1)
-    t = T975[n - 2] if n - 2 < len(T975) else 1.96
-    return mean, t * (var / n) ** 0.5
-
-
 REPEAT_METRICS = [  # (header, getter, decimals)
     ("util%", lambda m: None if m["utilization"] is None else 100 * m["utilization"], 1),
     ("jain", lambda m: m["jain"], 3),
@@ -267,7 +273,8 @@ REPEAT_METRICS = [  # (header, getter, decimals)
 def combine(out, dirs):
     """OUT/report.md and OUT/summary.json over the repetitions in `dirs` (each
     a run directory with its own summary.json): per (cc, point) and metric the
-    mean, the 95 % interval and how many repetitions had a value."""
+    mean, the 95 % interval and how many repetitions had a value; the same per
+    FCT row (traffic, class, size) and per phase and port (utilization)."""
     reps = []
     for d in dirs:
         try:
@@ -276,6 +283,11 @@ def combine(out, dirs):
         except OSError as e:
             print(f"report.py: {d}: no summary.json ({e.strerror})", file=sys.stderr)
             sys.exit(1)
+    try:
+        with open(os.path.join(dirs[0], "scenario.json")) as fh:
+            sc = json.load(fh)
+    except OSError:
+        sc = {}
     keys, vals = [], {}
     for rep in reps:
         for m in rep["runs"]:
@@ -284,59 +296,155 @@ def combine(out, dirs):
                 keys.append(k)
                 vals[k] = []
             vals[k].append(m)
+    # Every list of values to reduce, by a unique name; one call computes
+    # their means and intervals (testbed/metrics: `xdcc-metrics interval`).
+    values = {}
+    for i, k in enumerate(keys):
+        for name, get, _ in REPEAT_METRICS:
+            values[f"{i} {name}"] = [v for v in (get(m) for m in vals[k]) if v is not None]
+        for m in vals[k]:
+            for r in m.get("fct") or []:
+                row = f"{r['kind']} {r['class']} {r['size']}"
+                for stat in ("mean_ms", "p99_ms"):
+                    values.setdefault(f"{i} fct {stat} {row}", []).append(r[stat])
+            for ph in m.get("phases") or []:
+                for port, v in ph["ports"].items():
+                    values.setdefault(f"{i} phase {ph['from_s']:g}-{ph['to_s']:g} s {port}", []).append(
+                        None if v["util"] is None else 100 * v["util"])
+    iv = metrics_tool("interval", stdin=json.dumps(values))
     rows = []
-    for k in keys:
+    for i, k in enumerate(keys):
         row = {"cc": k[0], "point": k[1], "repeats": len(vals[k]),
                "model": next((m["model"] for m in vals[k] if m.get("model")), None)}
-        for name, get, _ in REPEAT_METRICS:
-            xs = [v for v in (get(m) for m in vals[k]) if v is not None]
-            mean, hw = mean_ci95(xs)
-            row[name] = {"mean": mean, "ci95": hw, "n": len(xs), "values": xs}
+        for name, _, _ in REPEAT_METRICS:
+            row[name] = dict(iv[f"{i} {name}"], values=values[f"{i} {name}"])
+        row["fct"] = {name[len(f"{i} fct "):]: dict(iv[name], values=v) for name, v in values.items()
+                      if name.startswith(f"{i} fct ")}
+        row["phases"] = {name[len(f"{i} phase "):]: dict(iv[name], values=v) for name, v in values.items()
+                         if name.startswith(f"{i} phase ")}
         rows.append(row)
+    cpu = [m["guest_cpu_busy"] for rep in reps for m in rep["runs"] if m.get("guest_cpu_busy") is not None]
+    gaps = [m["sample_gap_max_ms"] for rep in reps for m in rep["runs"] if m.get("sample_gap_max_ms") is not None]
     with open(os.path.join(out, "summary.json"), "w") as fh:
-        json.dump({"scenario": reps[0]["scenario"], "repeats": len(reps), "rows": rows}, fh, indent=1)
-
-    def cell(r, name, nd):
-        c = r[name]
-        if c["mean"] is None:
-            return "-"
-        s = f"{c['mean']:.{nd}f} ± {c['ci95']:.{nd}f}"
-        return s if c["n"] == r["repeats"] else f"{s} ({c['n']}/{r['repeats']})"
-
-    heads = ["cc", "point"] + [h for h, _, _ in REPEAT_METRICS]
+        json.dump({"scenario": reps[0]["scenario"], "description": sc.get("description"), "paper": sc.get("paper"),
+                   "repeats": len(reps), "guest_cpu_busy": [min(cpu), max(cpu)] if cpu else None,
+                   "sample_gap_max_ms": max(gaps) if gaps else None, "rows": rows}, fh, indent=1)
     md = [f"# {reps[0]['scenario']}: {len(reps)} repetitions", "",
           "Mean ± half-width of the 95 % confidence interval (Student's t) per metric; `(n/N)`: only n of "
           "the N repetitions had a value (e.g. `conv_s` when a run never converged). Each repetition's own "
           "report: " + ", ".join(f"[{os.path.basename(d)}]({os.path.basename(d)}/report.md)" for d in dirs) + ".", "",
-          "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+          "| " + " | ".join(["cc", "point"] + [h for h, _, _ in REPEAT_METRICS]) + " |",
+          "|" + "---|" * (len(REPEAT_METRICS) + 2)]
     for r in rows:
-        md.append("| " + " | ".join([r["cc"], r["point"]] + [cell(r, h, nd) for h, _, nd in REPEAT_METRICS]) + " |")
+        md.append("| " + " | ".join([r["cc"], r["point"]] + [interval_cell(r[h], r["repeats"], nd)
+                                                             for h, _, nd in REPEAT_METRICS]) + " |")
     modelled = [r for r in rows if r["model"]]
     if modelled:
         md += ["", "## Kernel next to the model", "",
                "Each cell: the kernel's mean ± 95 % interval over the repetitions / the simulator's prediction "
-               "(`xdcc-sim run` on the same scenario, mean ± 95 % interval over its seeds).", "",
-               "| cc | point | " + " | ".join(h for _, h, _, _ in COMPARE) + " |", "|" + "---|" * (len(COMPARE) + 2)]
-        for r in modelled:
-            cells = []
-            for key, head, scale, nd in COMPARE:
-                name = {"utilization": "util%"}.get(key, head)
-                mean, hw = r["model"].get(key, (None, None))
-                model = "-" if mean is None else f"{mean * scale:.{nd}f} ± {hw * scale:.{nd}f}"
-                cells.append(f"{cell(r, name, nd) if name in r else '-'} / {model}")
-            md.append("| " + " | ".join([r["cc"], r["point"]] + cells) + " |")
+               "(`xdcc-sim run` on the same scenario, mean ± 95 % interval over its seeds).", ""]
+        md += kernel_model_table(modelled)
     with open(os.path.join(out, "report.md"), "w") as fh:
         fh.write("\n".join(md) + "\n")
     print("\n".join(md[4:]))
-    print(f"\nreport: {os.path.join(out, 'report.md')}")
+
+
+def interval_cell(c, repeats, nd):
+    """'mean ± ci' of an interval from `combine`, '(n/N)' when only n of N had a value."""
+    if c["mean"] is None:
+        return "-"
+    s = f"{c['mean']:.{nd}f} ± {c['ci95']:.{nd}f}"
+    return s if c["n"] == repeats else f"{s} ({c['n']}/{repeats})"
+
+
+def model_cell(model, key, scale, nd):
+    mean, hw = (model or {}).get(key, (None, None))
+    return "-" if mean is None else f"{mean * scale:.{nd}f} ± {hw * scale:.{nd}f}"
+
+
+def kernel_model_table(rows):
+    """Markdown rows: per (cc, point) and COMPARE metric, 'kernel / model'
+    (the model's cell only for CCs the simulator models)."""
+    md = ["| cc | point | " + " | ".join(h for _, h, _, _ in COMPARE) + " |", "|" + "---|" * (len(COMPARE) + 2)]
+    for r in rows:
+        cells = []
+        for key, head, scale, nd in COMPARE:
+            name = {"utilization": "util%"}.get(key, head)
+            kernel = interval_cell(r[name], r["repeats"], nd) if name in r else "-"
+            cells.append(f"{kernel} / {model_cell(r['model'], key, scale, nd)}" if r["model"] else kernel)
+        md.append("| " + " | ".join([r["cc"], r["point"]] + cells) + " |")
+    return md
+
+
+RESULTS_BEGIN = "<!-- BEGIN generated by testbed/results.sh: do not edit by hand -->"
+RESULTS_END = "<!-- END generated -->"
+
+
+def results(results_md, dirs):
+    """Rewrites the generated part of RESULTS.md (between RESULTS_BEGIN and
+    RESULTS_END) from the combined repetitions in `dirs` (testbed/run.sh
+    SCENARIO --repeat N --out DIR): per scenario the paper's claim, then
+    kernel / model per metric, FCT rows and per-phase utilization."""
+    with open(results_md) as fh:
+        text = fh.read()
+    if RESULTS_BEGIN not in text or RESULTS_END not in text:
+        sys.exit(f"report.py: {results_md} has no generated section ({RESULTS_BEGIN} ... {RESULTS_END})")
+    md = []
+    for d in dirs:
+        try:
+            with open(os.path.join(d, "summary.json")) as fh:
+                sm = json.load(fh)
+        except OSError as e:
+            sys.exit(f"report.py: {d}: no summary.json ({e.strerror})")
+        if "rows" not in sm:
+            sys.exit(f"report.py: {d}: not a repeated run (testbed/run.sh SCENARIO --repeat N --out {d})")
+        rows = sm["rows"]
+        cpu = sm.get("guest_cpu_busy")
+        md += [f"### `{sm['scenario']}`: {sm.get('description') or ''}", ""]
+        if sm.get("paper"):
+            md += [f"Paper: {sm['paper']}", ""]
+        md += [f"{sm['repeats']} repetitions; guest CPU "
+               + (f"{100 * cpu[0]:.0f}–{100 * cpu[1]:.0f} %" if cpu else "unknown")
+               + (f", largest sampler gap {sm['sample_gap_max_ms']:.0f} ms" if sm.get("sample_gap_max_ms") else "")
+               + ". Cells: kernel mean ± 95 % interval over the repetitions / model (`xdcc-sim`, mean ± 95 % "
+               "over 3 seeds; only for xdcc's CCs).", ""]
+        md += kernel_model_table(rows) + [""]
+        # (In the report's order: traffic, class, size class.)
+        fct = [(r, row) for r in rows for row in r["fct"] if row.startswith("mean_ms ")]
+        if fct:
+            md += ["| cc | point | traffic | class | size | FCT mean ms | FCT p99 ms |", "|---|---|---|---|---|---|---|"]
+            for r, row in fct:
+                kind, cls, size = row[len("mean_ms "):].split(" ", 2)
+                cells = []
+                for stat in ("mean_ms", "p99_ms"):
+                    k = interval_cell(r["fct"][f"{stat} {kind} {cls} {size}"], r["repeats"], 0)
+                    cells.append(f"{k} / {model_cell(r['model'], f'fct_{stat} {kind} {cls} {size}', 1, 0)}"
+                                 if r["model"] else k)
+                md.append(f"| {r['cc']} | {r['point']} | {kind} | {cls} | {size} | " + " | ".join(cells) + " |")
+            md += [""]
+        phased = [r for r in rows if len({p.rsplit(" ", 1)[0] for p in r["phases"]}) >= 2]
+        if phased:
+            md += ["Utilization % per phase (periods between long-flow starts and stops, each over its second half):", "",
+                   "| cc | point | phase | port | util % |", "|---|---|---|---|---|"]
+            for r in phased:
+                for ph, c in sorted(r["phases"].items(), key=lambda kv: (float(kv[0].split("-")[0]), kv[0])):
+                    span, port = ph.rsplit(" ", 1)
+                    md.append(f"| {r['cc']} | {r['point']} | {span} | {port} | {interval_cell(c, r['repeats'], 1)} |")
+            md += [""]
+    a = text.index(RESULTS_BEGIN) + len(RESULTS_BEGIN)
+    b = text.index(RESULTS_END)
+    with open(results_md, "w") as fh:
+        fh.write(text[:a] + "\n\n" + "\n".join(md) + "\n" + text[b:])
+    print(f"report.py: {results_md}: generated section from {len(dirs)} scenario(s)")
 
 
 def main():
-    if len(sys.argv) >= 3 and sys.argv[1] == "--combine":
+    modes = {"--results": results, "--combine": combine}  # MODE TARGET DIR...
+    if len(sys.argv) >= 2 and sys.argv[1] in modes:
         if len(sys.argv) < 4:
             print(__doc__.strip(), file=sys.stderr)
             sys.exit(2)
-        combine(sys.argv[2], sys.argv[3:])
+        modes[sys.argv[1]](sys.argv[2], sys.argv[3:])
         return
     if len(sys.argv) != 2:
         print(__doc__.strip(), file=sys.stderr)
@@ -349,12 +457,11 @@ def main():
     with open(os.path.join(out, "scenario.json")) as fh:
         sc = json.load(fh)
     order = {cc: i for i, cc in enumerate(sc["ccs"])}
+    defs, analysed = analyze(raws)
     runs = []
-    for p in raws:
+    for p, (m, ts) in zip(raws, analysed):
         with open(p) as fh:
-            raw = json.load(fh)
-        m, ts = metrics.analyze(raw)
-        runs.append((raw, m, ts))
+            runs.append((json.load(fh), m, ts))
     labels = [""] + [f"{sc['sweep']['key'].split('.')[-1]}={v}" for v in sc["sweep"]["values"]] if sc.get("sweep") else [""]
     runs.sort(key=lambda r: (labels.index(r[1]["label"]) if r[1]["label"] in labels else 99, order.get(r[1]["cc"], 99)))
     ms = [m for _, m, _ in runs]
@@ -365,18 +472,19 @@ def main():
             w = csv.writer(fh)
             w.writerow(["t_s", "flow", "class", "rate_mbps", "srtt_ms", "cwnd"])
             for f in raw["flows"]:
-                rt = dict(ts["rtt"][f["id"]])
-                cw = dict(ts["cwnd"][f["id"]])
-                for t, r in ts["rates"][f["id"]]:
-                    near = min(rt, key=lambda x: abs(x - t - metrics.BIN_S), default=None)
+                rt = dict(ts["rtt"][str(f["id"])])
+                cw = dict(ts["cwnd"][str(f["id"])])
+                for t, r in ts["rates"][str(f["id"])]:
+                    near = min(rt, key=lambda x: abs(x - t - defs["bin_s"]), default=None)
                     w.writerow([f"{t:.2f}", f["id"], f["class"], f"{r / 1e6:.3f}",
-                                f"{rt[near]:.3f}" if near is not None else "", cw.get(near, "")])
+                                f"{rt[near]:.3f}" if near is not None else "",
+                                f"{cw[near]:g}" if near in cw else ""])
         try:
-            plot_run(raw, m, ts, os.path.join(out, "plots"))
+            plot_run(raw, m, ts, defs, os.path.join(out, "plots"))
         except ImportError:
             pass
     try:
-        plot_compare(ms, os.path.join(out, "plots"), sc["name"])
+        plot_compare(ms, defs, os.path.join(out, "plots"), sc["name"])
         have_plots = True
     except ImportError:
         have_plots = False
@@ -398,8 +506,8 @@ def main():
            f"intra-DC RTT {t['dc']['intra_rtt_us']} us, WAN {t['wan']['rate_mbit']} Mbit/s over "
            f"{t['wan_paths']} path(s); bottleneck `{sc['bottleneck']}`; {sc['duration_s']} s per run, "
            f"samples every {sc['sample_ms']} ms. Steady-state metrics over the second half of the "
-           f"period when all long flows run; Jain over {metrics.BIN_S} s bins, converged when it "
-           f"stays >= {metrics.CONVERGED_JAIN}. `cpu%` is the guest's CPU use during the run: near 100 "
+           f"period when all long flows run; Jain over {defs['bin_s']} s bins, converged when it "
+           f"stays >= {defs['converged_jain']} (definitions: `testbed/metrics`, shared with the simulator). `cpu%` is the guest's CPU use during the run: near 100 "
            f"the emulation itself limits the result.", "", table(ms, markdown=True), ""]
     cr = compare_rows(ms, preds) if preds else []
     if cr:

@@ -65,6 +65,14 @@ def load(name, ccs=None, duration_s=None):
 
 
 def normalize(s, ccs, duration_s):
+    if "duration_ms" in s or "queues" in s:
+        rate = s.get("net", {}).get("link_rate_gbps") if isinstance(s.get("net"), dict) else None
+        raise ScenarioError(
+            "a simulator scenario (xdcc-sim's format: duration_ms, [[queues]], [[flows]])"
+            + (f" at {rate:g} Gbit/s" if isinstance(rate, (int, float)) else "")
+            + ": the VM forwards a few hundred Mbit/s at most (testbed/run.sh --capacity), so the testbed runs "
+            "the papers' settings scaled down 20x, in testbed/scenarios/ (testbed/run.sh --list); "
+            "run this file with `xdcc-sim run FILE`")
     for k, v in s.items():
         if k not in KNOWN:
             raise ScenarioError(f"unknown key '{k}' (known: {', '.join(sorted(KNOWN))})")

@@ -12,7 +12,6 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flowgen  # noqa: E402
 import json  # noqa: E402
-import metrics  # noqa: E402
 import report  # noqa: E402
 import scenario  # noqa: E402
 import topology  # noqa: E402
@@ -35,72 +34,39 @@ def raw_run(rates_mbps, dur=10, step=0.1, classes=None, sent_mbps=None, port_rat
 
 
 class Metrics(unittest.TestCase):
-    def test_jain(self):
-        self.assertAlmostEqual(metrics.jain([5, 5, 5, 5]), 1.0)
-        self.assertAlmostEqual(metrics.jain([1, 0, 0, 0]), 0.25)
-        self.assertIsNone(metrics.jain([]))
+    """The report's numbers come from `xdcc-metrics` (testbed/metrics, where
+    the definitions are tested); here: that report.py reads its answer."""
 
-    def test_percentile(self):
-        xs = list(range(1, 101))
-        self.assertEqual(metrics.percentile(xs, 99), 99)
-        self.assertEqual(metrics.percentile(xs, 50), 50)
-        self.assertIsNone(metrics.percentile([], 50))
+    def analyze(self, *raws):
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for i, raw in enumerate(raws):
+                paths.append(os.path.join(d, f"{i}.json"))
+                with open(paths[-1], "w") as fh:
+                    json.dump(raw, fh)
+            return report.analyze(paths)
 
-    def test_fair_run(self):
-        m, ts = metrics.analyze(raw_run([25, 25, 25, 25]))
+    def test_fair_and_unfair_runs(self):
+        defs, runs = self.analyze(raw_run([25, 25, 25, 25]), raw_run([90, 10], classes=["intra", "inter"], sent_mbps=50))
+        self.assertEqual(defs["bin_s"], 0.5)
+        self.assertEqual(defs["size_classes"][0], "<100KB")
+        (m, ts), (u, _) = runs
         self.assertAlmostEqual(m["jain"], 1.0, places=3)
         self.assertAlmostEqual(m["utilization"], 1.0, places=2)
         self.assertEqual(m["convergence_s"], 0.0)
         self.assertAlmostEqual(m["intra"]["per_flow_mbps"], 25, places=1)
-        self.assertAlmostEqual(m["queue_mean_kb"], 3.0)
         self.assertEqual(m["drops"], 10)  # counter rose from 0 to 10 over 10 s
+        self.assertEqual(len(ts["rates"]["0"]), 20)  # 0.5 s bins, keyed by flow id
+        self.assertAlmostEqual(u["inter_intra_ratio"], 10 / 90, places=2)
+        self.assertIsNone(u["convergence_s"])
+        self.assertAlmostEqual(u["utilization"], 0.5, places=2)
 
-    def test_unfair_run(self):
-        m, _ = metrics.analyze(raw_run([90, 10], classes=["intra", "inter"], sent_mbps=50))
-        self.assertAlmostEqual(m["jain"], (100 ** 2) / (2 * (90 ** 2 + 10 ** 2)), places=3)
-        self.assertAlmostEqual(m["inter_intra_ratio"], 10 / 90, places=2)
-        self.assertIsNone(m["convergence_s"])  # never fair
-        self.assertAlmostEqual(m["utilization"], 0.5, places=2)
-
-    def test_late_sample_of_another_socket(self):
-        """A sample after the flow closed that matched another socket (its
-        counter restarts) must not read as a negative rate."""
-        raw = raw_run([50, 50], dur=10)
-        raw["samples"]["0"] = [x for x in raw["samples"]["0"] if x[0] < 9.5] + [[10.3, 188, 1, 1, 0, 0, 0, "x"]]
-        m, _ = metrics.analyze(raw)
-        self.assertAlmostEqual(m["flow_mbps"]["0"], 50, delta=1)
-
-    def test_phases(self):
-        """A flow joining at 4 s: two phases, each port's utilization from
-        its own second half (50 Mbit/s then 100 Mbit/s on a 100 Mbit/s port)."""
-        raw = raw_run([50, 50], dur=10)
-        raw["flows"][1]["start_s"] = 4
-        sent = lambda t: 50e6 / 8 * t if t < 4 else 50e6 / 8 * 4 + 100e6 / 8 * (t - 4)
-        raw["queues"]["dc1sw:h1"] = [[k / 10, 3000, 2, int(sent(k / 10)), 0] for k in range(101)]
-        ph = metrics.phases(raw)
-        self.assertEqual([(p["from_s"], p["to_s"], p["flows"]) for p in ph], [(0, 4, [0]), (4, 10, [0, 1])])
-        self.assertAlmostEqual(ph[0]["ports"]["dc1sw:h1"]["util"], 0.5, places=2)
-        self.assertAlmostEqual(ph[1]["ports"]["dc1sw:h1"]["util"], 1.0, places=2)
-
-    def test_convergence(self):
-        series = [(t * 0.5, 0.5 if t < 6 else 0.97) for t in range(20)]
-        self.assertAlmostEqual(metrics.convergence_s(series, 0.0), 3.0)
-        self.assertIsNone(metrics.convergence_s([(0, 0.5), (0.5, 0.5)], 0.0))
-
-    def test_rate_series(self):
-        s = [[0, 0], [1, 1000], [2, 1000]]
-        r = metrics.rate_series(s, 2, bin_s=1)
-        self.assertEqual(r, [(0.0, 8000.0), (1.0, 0.0)])
-
-    def test_fct_classes(self):
-        fct = [{"ok": True, "kind": "incast", "class": "intra", "size": 50_000, "fct_s": 0.01 * i}
-               for i in range(1, 101)]
-        fct.append({"ok": False, "kind": "incast", "class": "intra", "size": 50_000})
-        rows = metrics.fct_table(fct)
-        self.assertEqual(len(rows), 1)
-        self.assertEqual(rows[0]["size"], "<100KB")
-        self.assertEqual(rows[0]["n"], 100)
-        self.assertAlmostEqual(rows[0]["p99_ms"], 990.0)
+    def test_a_bad_record_is_a_clear_error(self):
+        raw = raw_run([25, 25])
+        del raw["bottleneck"]
+        with self.assertRaises(SystemExit) as e:
+            self.analyze(raw)
+        self.assertIn("bottleneck", str(e.exception))
 
 
 class Workloads(unittest.TestCase):
@@ -132,6 +98,13 @@ class Workloads(unittest.TestCase):
 
 
 class Scenarios(unittest.TestCase):
+    def test_a_simulator_scenario_says_why_not(self):
+        """The simulator's files describe 10 Gbit/s queues the VM cannot
+        carry: one error that says so and where the scaled-down ones are."""
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sim", "scenarios", "rtt-fairness.toml")
+        with self.assertRaisesRegex(scenario.ScenarioError, r"simulator scenario .* at 10 Gbit/s: .*testbed/run.sh --list"):
+            scenario.load(path)
+
     def test_shipped_scenarios_valid(self):
         for f in os.listdir(os.path.join(scenario.TESTBED, "scenarios")):
             if f.endswith(".toml"):
@@ -247,14 +220,6 @@ class Topology(unittest.TestCase):
 
 
 class Repeats(unittest.TestCase):
-    def test_mean_and_interval(self):
-        # sd 1, n 3: t(2) = 4.303, half-width 4.303 / sqrt(3).
-        m, h = report.mean_ci95([1.0, 2.0, 3.0])
-        self.assertAlmostEqual(m, 2.0)
-        self.assertAlmostEqual(h, 4.303 / 3 ** 0.5, places=9)
-        self.assertEqual(report.mean_ci95([5.0]), (5.0, 0.0))
-        self.assertEqual(report.mean_ci95([]), (None, None))
-
     def test_combine_repetitions(self):
         """`testbed/run.sh --repeat N` reduces N run directories to one table:
         per (cc, point) and metric the mean, the interval and how many
@@ -263,7 +228,13 @@ class Repeats(unittest.TestCase):
             return {"cc": cc, "label": "", "utilization": util, "jain": 0.9, "convergence_s": conv,
                     "intra": {"per_flow_mbps": 10.0}, "inter": {"per_flow_mbps": None}, "inter_intra_ratio": None,
                     "queue_mean_kb": 1.0, "queue_p99_kb": 2.0, "drops": 3, "retransmits": 4, "guest_cpu_busy": 0.5,
-                    "model": {"utilization": [0.95, 0.01]} if cc == "uno" else None}
+                    "sample_gap_max_ms": 120,
+                    "fct": [{"kind": "incast", "class": "intra", "size": "<100KB", "n": 5, "mean_ms": 10 * util,
+                             "p99_ms": 20.0}],
+                    "phases": [{"from_s": 0, "to_s": 4, "flows": [0], "ports": {"p": {"util": util / 2}}},
+                               {"from_s": 4, "to_s": 10, "flows": [0, 1], "ports": {"p": {"util": util}}}],
+                    "model": {"utilization": [0.95, 0.01], "fct_mean_ms incast intra <100KB": [8.0, 1.0]}
+                    if cc == "uno" else None}
         with tempfile.TemporaryDirectory() as d:
             reps = []
             for i, (u, c) in enumerate([(0.90, 1.0), (0.92, None), (0.94, 3.0)]):
@@ -287,6 +258,54 @@ class Repeats(unittest.TestCase):
         # The model's prediction beside the kernel's mean, for modelled CCs only.
         self.assertIn("| uno | - | 92.0 ± 5.0 / 95.0 ± 1.0 |", md)
         self.assertNotIn("| cubic | - | 50.0", md.split("Kernel next to the model")[1])
+        # FCT rows and per-phase utilization, over the repetitions too.
+        self.assertAlmostEqual(uno["fct"]["mean_ms incast intra <100KB"]["mean"], 9.2)
+        self.assertAlmostEqual(uno["phases"]["4-10 s p"]["mean"], 92.0)
+
+    def test_results_md_generated_section(self):
+        """testbed/results.sh: RESULTS.md's generated section is rewritten
+        from combined runs; the hand-written text around it stays."""
+        with tempfile.TemporaryDirectory() as d:
+            comb = os.path.join(d, "d-incast")
+            os.makedirs(comb)
+            cell = lambda m, c, n=3: {"mean": m, "ci95": c, "n": n, "values": []}
+            row = {"cc": "uno", "point": "-", "repeats": 3, "util%": cell(90.0, 2.0), "jain": cell(0.95, 0.01),
+                   "conv_s": cell(None, None, 0), "retx": cell(4, 1), "drops": cell(0, 0),
+                   "model": {"utilization": [0.93, 0.01], "fct_mean_ms incast intra <100KB": [8.0, 1.0]},
+                   "fct": {"mean_ms incast intra <100KB": cell(10.0, 1.0), "p99_ms incast intra <100KB": cell(20.0, 2.0)},
+                   "phases": {"0-4 s p": cell(45.0, 1.0), "4-10 s p": cell(90.0, 2.0)}}
+            with open(os.path.join(comb, "summary.json"), "w") as fh:
+                json.dump({"scenario": "d-incast", "description": "Incast", "paper": "uno-sc25 §5", "repeats": 3,
+                           "guest_cpu_busy": [0.2, 0.4], "sample_gap_max_ms": 130, "rows": [row]}, fh)
+            res = os.path.join(d, "RESULTS.md")
+            with open(res, "w") as fh:
+                fh.write(f"# Results\nprose before\n{report.RESULTS_BEGIN}\nold table\n{report.RESULTS_END}\nprose after\n")
+            report.results(res, [comb])
+            with open(res) as fh:
+                text = fh.read()
+            self.assertNotIn("old table", text)
+            self.assertTrue(text.startswith("# Results\nprose before\n"))
+            self.assertTrue(text.endswith(f"{report.RESULTS_END}\nprose after\n"))
+            self.assertIn("Paper: uno-sc25 §5", text)
+            self.assertIn("3 repetitions; guest CPU 20–40 %, largest sampler gap 130 ms", text)
+            self.assertIn("| uno | - | 90.0 ± 2.0 / 93.0 ± 1.0 | 0.950 ± 0.010 / - | - / - |", text)
+            self.assertIn("| uno | - | incast | intra | <100KB | 10 ± 1 / 8 ± 1 | 20 ± 2 / - |", text)
+            self.assertIn("| uno | - | 4-10 s | p | 90.0 ± 2.0 |", text)
+            # A file without the markers, or a directory of one run: clear errors, nothing written.
+            with open(res, "w") as fh:
+                fh.write("no markers\n")
+            with self.assertRaises(SystemExit) as e:
+                report.results(res, [comb])
+            self.assertIn("no generated section", str(e.exception))
+            with open(os.path.join(comb, "summary.json"), "w") as fh:
+                json.dump({"scenario": "d-incast", "runs": []}, fh)
+            with open(res, "w") as fh:
+                fh.write(f"{report.RESULTS_BEGIN}\nkeep\n{report.RESULTS_END}\n")
+            with self.assertRaises(SystemExit) as e:
+                report.results(res, [comb])
+            self.assertIn("not a repeated run", str(e.exception))
+            with open(res) as fh:
+                self.assertIn("keep", fh.read())
 
 
 class ModelNextToKernel(unittest.TestCase):

@@ -20,7 +20,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 pub use cc::CcKind;
-pub use metrics::{jain, mean_ci95, FlowReport, QueueReport, RunReport};
+pub use metrics::{FlowReport, QueueReport, RunReport};
+pub use xdcc_metrics::{jain, mean_ci95};
 pub use scenario::Scenario;
 pub use sim::{Series, CLOCK_BASE_NS};
 

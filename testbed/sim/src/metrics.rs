@@ -6,11 +6,14 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use xdcc_metrics::{convergence, jain, percentile};
+
 use crate::sim::{Series, Sim};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct QueueReport {
     pub name: String,
+    pub rate_mbit: f64,
     /// Bytes transmitted / (line rate × measured time).
     pub utilization: f64,
     pub mean_qlen_kb: f64,
@@ -79,53 +82,6 @@ pub struct RunReport {
     pub flow_names: Vec<String>,
 }
 
-/// Jain's fairness index of `x` (1 = perfectly fair).
-pub fn jain(x: &[f64]) -> Option<f64> {
-    if x.is_empty() {
-        return None;
-    }
-    let s: f64 = x.iter().sum();
-    let s2: f64 = x.iter().map(|v| v * v).sum();
-    if s2 == 0.0 {
-        return Some(1.0);
-    }
-    Some(s * s / (x.len() as f64 * s2))
-}
-
-/// Mean of `x` and the half-width of its 95 % confidence interval
-/// (Student's t, `n - 1` degrees of freedom; 0 for fewer than two values).
-pub fn mean_ci95(x: &[f64]) -> (f64, f64) {
-    let n = x.len();
-    if n == 0 {
-        return (f64::NAN, 0.0);
-    }
-    let mean = x.iter().sum::<f64>() / n as f64;
-    if n < 2 {
-        return (mean, 0.0);
-    }
-    let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    // Two-sided 97.5 % quantiles of t for 1..=30 degrees of freedom, then
-    // the normal 1.96.
-    const T975: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-    ];
-    let t = T975.get(n - 2).copied().unwrap_or(1.96);
-    (mean, t * (var / n as f64).sqrt())
-}
-
-/// Nearest-rank percentile (`p` in 0..=1): the smallest value with at least
-/// `p` of the samples at or below it. The testbed report uses the same rule
-/// (`testbed/runner/metrics.py`, `percentile`).
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let rank = (p * v.len() as f64).ceil() as usize;
-    v[rank.clamp(1, v.len()) - 1]
-}
-
 pub(crate) fn report(
     sim: &Sim,
     scenario: &str,
@@ -160,20 +116,14 @@ pub(crate) fn report(
         jain_series.push((s.t_ns[k] as f64 / 1e6, v));
     }
 
-    // Convergence: from the last change in the active set to the first
-    // sample after which Jain's index never drops below the threshold.
+    // Convergence (`xdcc_metrics::convergence`, the testbed's definition):
+    // from the last change in the active set to the start of the first
+    // window after the last one below the threshold; windows are labelled
+    // by their start here, and only those starting after the change count.
     let last_change = (1..n).rev().find(|&k| s.active[k] != s.active[k - 1]).unwrap_or(0);
-    // (A sample without an index, i.e. inside the first window after the
-    // change, does not count as converged: convergence is at least one window.)
-    let ok = |k: usize| matches!(jain_series[k].1, Some(j) if j >= jain_threshold);
-    let mut conv = None;
-    if n > 0 && ok(n - 1) {
-        let mut first_ok = n - 1;
-        while first_ok > last_change && ok(first_ok - 1) {
-            first_ok -= 1;
-        }
-        conv = Some((s.t_ns[first_ok] - s.t_ns[last_change]) as f64 / 1e6);
-    }
+    let window_ms = (w as u64 * sim.sample_ns()) as f64 / 1e6;
+    let by_start: Vec<(f64, Option<f64>)> = jain_series.iter().skip(w).map(|&(t, j)| (t - window_ms, j)).collect();
+    let conv = if n > 0 { convergence(&by_start, s.t_ns[last_change] as f64 / 1e6, jain_threshold) } else { None };
     let tail: Vec<f64> = jain_series[n - n / 5..].iter().filter_map(|(_, j)| *j).collect();
     let jain_final = if tail.is_empty() { None } else { Some(tail.iter().sum::<f64>() / tail.len() as f64) };
 
@@ -185,14 +135,15 @@ pub(crate) fn report(
         .iter()
         .enumerate()
         .map(|(qi, q)| {
-            let mut lens: Vec<f64> = s.qlen[k_from..k_to].iter().map(|v| v[qi] as f64 / 1000.0).collect();
+            let lens: Vec<f64> = s.qlen[k_from..k_to].iter().map(|v| v[qi] as f64 / 1000.0).collect();
             let mean = lens.iter().sum::<f64>() / lens.len().max(1) as f64;
             let max = lens.iter().cloned().fold(0.0, f64::max);
             QueueReport {
                 name: q.name.clone(),
+                rate_mbit: sim.link_rate_bps(qi) / 1e6,
                 utilization: q.tx_bytes_measured as f64 * 8.0 / (sim.link_rate_bps(qi) * measured_ns / 1e9),
                 mean_qlen_kb: mean,
-                p99_qlen_kb: percentile(&mut lens, 0.99),
+                p99_qlen_kb: percentile(&lens, 99.0).unwrap_or(0.0),
                 max_qlen_kb: max,
                 drops: q.drops,
                 marks: q.marks,
@@ -304,22 +255,4 @@ fn series_csv(sim: &Sim, jain: &[(f64, Option<f64>)], w: usize) -> String {
         out.push('\n');
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn confidence_interval_uses_students_t() {
-        // sd 1, n 3: 4.303 / sqrt(3).
-        let (m, h) = mean_ci95(&[1.0, 2.0, 3.0]);
-        assert!((m - 2.0).abs() < 1e-12 && (h - 4.303 / 3f64.sqrt()).abs() < 1e-9, "{m} ± {h}");
-        assert_eq!(mean_ci95(&[5.0]), (5.0, 0.0));
-        assert!(mean_ci95(&[]).0.is_nan());
-        // Many samples: the normal quantile.
-        let x: Vec<f64> = (0..100).map(|i| (i % 2) as f64).collect();
-        let sd = (25.0f64 / 99.0).sqrt();
-        assert!((mean_ci95(&x).1 - 1.96 * sd / 10.0).abs() < 1e-9);
-    }
 }

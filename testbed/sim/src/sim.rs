@@ -127,6 +127,7 @@ pub(crate) struct Queue {
     pkts: VecDeque<Pkt>,
     pub bytes: u64,
     // statistics
+    pub tx_bytes: u64,
     pub tx_bytes_measured: u64,
     pub drops: u64,
     pub marks: u64,
@@ -257,8 +258,13 @@ pub struct Series {
     pub rtt: Vec<Vec<u64>>,
     pub pacing: Vec<Vec<u64>>,
     pub active: Vec<Vec<bool>>,
-    /// Per sample, per queue: bytes queued.
+    /// Per sample, per flow: packets lost so far (retransmitted).
+    pub losses: Vec<Vec<u64>>,
+    /// Per sample, per queue: bytes queued, bytes sent and packets dropped
+    /// so far.
     pub qlen: Vec<Vec<u64>>,
+    pub tx_bytes: Vec<Vec<u64>>,
+    pub drops: Vec<Vec<u64>>,
 }
 
 pub(crate) struct Sim {
@@ -340,6 +346,7 @@ impl Sim {
                     loss_prob: q.loss_prob,
                     pkts: VecDeque::new(),
                     bytes: 0,
+                    tx_bytes: 0,
                     tx_bytes_measured: 0,
                     drops: 0,
                     marks: 0,
@@ -622,6 +629,7 @@ impl Sim {
         let q = &mut self.queues[qi as usize];
         let Some(mut p) = q.pkts.pop_front() else { return };
         q.bytes -= p.size as u64;
+        q.tx_bytes += p.size as u64;
         if measure {
             q.tx_bytes_measured += p.size as u64;
         }
@@ -743,7 +751,10 @@ impl Sim {
         s.rtt.push(self.flows.iter().map(|f| f.last_rtt_ns).collect());
         s.pacing.push(self.flows.iter().map(|f| f.pacing_rate().unwrap_or(0)).collect());
         s.active.push(self.flows.iter().map(|f| f.active()).collect());
+        s.losses.push(self.flows.iter().map(|f| f.losses).collect());
         s.qlen.push(self.queues.iter().map(|q| q.bytes).collect());
+        s.tx_bytes.push(self.queues.iter().map(|q| q.tx_bytes).collect());
+        s.drops.push(self.queues.iter().map(|q| q.drops).collect());
     }
 
     pub fn link_rate_bps(&self, q: usize) -> f64 {

@@ -40,15 +40,11 @@ use xdcc_switch::{Marking as SwMarking, Profile};
 
 use crate::cc::CcKind;
 use crate::scenario::{FlowSpec, Marking, NetSpec, Phantom, QueueSpec, Scenario};
-use crate::{FlowReport, RunReport};
+use crate::RunReport;
 
 /// Kernel CCs the testbed runs that have no model here.
 pub const KERNEL_CCS: &[&str] = &["cubic", "dctcp", "bbr", "reno", "vegas"];
 
-/// The runner's rate-averaging window and "converged" Jain threshold
-/// (`testbed/runner/metrics.py`: BIN_S, CONVERGED_JAIN).
-const BIN_MS: f64 = 500.0;
-const CONVERGED_JAIN: f64 = 0.9;
 /// Linux's minimum RTO: the kernel's retransmission timer floor.
 const LINUX_MIN_RTO_US: f64 = 200_000.0;
 const MTU: u64 = 1500;
@@ -443,14 +439,15 @@ impl TestbedScenario {
         if flows.is_empty() {
             bail!("no traffic: the scenario has no [[long]], [[incast]] or [workload]");
         }
-        // The steady window of `metrics.py`: all long flows active, its second half.
-        let (a, b) = if long_windows.is_empty() {
-            (dur / 2.0, dur)
-        } else {
-            let a = long_windows.iter().map(|w| w.0).fold(0.0, f64::max);
-            let b = long_windows.iter().map(|w| w.1).fold(dur, f64::min);
-            (a + (b - a) / 2.0, b)
-        };
+        // The report's steady window (all long flows active, its second
+        // half) for the simulator's own report; the prediction's metrics
+        // come from `xdcc_metrics::analyze` of the whole run.
+        let longs: Vec<xdcc_metrics::Flow> = long_windows
+            .iter()
+            .enumerate()
+            .map(|(i, &(start_s, stop_s))| xdcc_metrics::Flow { id: i as u64, kind: "long".into(), class: String::new(), start_s, stop_s })
+            .collect();
+        let (a, b) = xdcc_metrics::steady_window(&longs, dur);
 
         let bottleneck = port_name(&self.bottleneck)?;
         let mut queues = net.queues_used(&used)?;
@@ -488,8 +485,8 @@ impl TestbedScenario {
             queues,
             flows,
             sample_interval_us: self.sample_ms as f64 * 1e3,
-            fairness_window_ms: BIN_MS,
-            jain_threshold: CONVERGED_JAIN,
+            fairness_window_ms: xdcc_metrics::BIN_S * 1e3,
+            jain_threshold: xdcc_metrics::CONVERGED_JAIN,
             measure_from_ms: a * 1e3,
             measure_to_ms: (b < dur).then_some(b * 1e3),
             min_rto_us: LINUX_MIN_RTO_US,
@@ -804,7 +801,7 @@ fn workload_flows(w: &Workload, t: &Topology, dur: f64, dir: &Path) -> Result<Ve
 }
 
 /// The model's numbers for one point, named as the testbed report's
-/// (`testbed/runner/metrics.py`): mean and 95 % half-width over seeds.
+/// (`xdcc_metrics::Metrics::scalars`): mean and 95 % half-width over seeds.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Prediction {
     pub entry: String,
@@ -816,72 +813,69 @@ pub struct Prediction {
     pub metrics: BTreeMap<String, (f64, f64)>,
 }
 
-/// The testbed report's metrics from one simulated run: the bottleneck
-/// (the first queue) over the steady window, Jain's index and the
-/// inter/intra ratio over the long flows' mean rates.
-fn testbed_metrics(r: &RunReport) -> BTreeMap<String, f64> {
-    let q = &r.queues[0];
-    let mut m = BTreeMap::new();
-    m.insert("utilization".to_string(), q.utilization);
-    m.insert("queue_mean_kb".to_string(), q.mean_qlen_kb);
-    m.insert("queue_p99_kb".to_string(), q.p99_qlen_kb);
-    m.insert("drops".to_string(), q.drops as f64);
-    let longs: Vec<&FlowReport> = r.flows.iter().filter(|f| f.group.contains(":long:")).collect();
-    let rates: Vec<f64> = longs.iter().map(|f| f.mean_rate_mbps).collect();
-    if rates.len() >= 2 {
-        if let Some(j) = crate::jain(&rates) {
-            m.insert("jain".to_string(), j);
-        }
+/// A simulated run as the testbed's run record, so that the model's numbers
+/// come from the same code as the kernel's (`xdcc_metrics::analyze`): the
+/// long flows with their samples, every port's samples with the bottleneck
+/// first, one FCT entry per sized flow. The testbed times a sized flow from
+/// connect() to the receiver's one-byte answer, i.e. one handshake RTT and
+/// half an RTT more than the model's first-byte-to-last-ACK time: the model
+/// adds one base RTT (the remaining half RTT is the model's last ACK
+/// travelling back).
+fn run_record(sc: &Scenario, entry: &str, label: &str, r: &RunReport) -> Result<xdcc_metrics::Run> {
+    use xdcc_metrics::{Fct, Flow, Row};
+    if sc.flows.len() != r.flows.len() {
+        bail!("{}: {} flows specified, {} simulated", sc.name, sc.flows.len(), r.flows.len());
     }
-    let class_mean = |c: &str| {
-        let v: Vec<f64> = longs.iter().filter(|f| f.group.starts_with(c)).map(|f| f.mean_rate_mbps).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    let dur_s = sc.duration_ms / 1e3;
+    let mtu = sc.net.mtu as f64;
+    let s = &r.samples;
+    let t_s = |k: usize| s.t_ns[k] as f64 / 1e9;
+    let mut run = xdcc_metrics::Run {
+        run_id: format!("{entry}{}{label}", if label.is_empty() { "" } else { "-" }),
+        cc: entry.to_string(),
+        label: label.to_string(),
+        duration_s: dur_s,
+        bottleneck: r.queues.first().map(|q| q.name.clone()).unwrap_or_default(),
+        port_rates_mbit: r.queues.iter().map(|q| (q.name.clone(), Some(q.rate_mbit))).collect(),
+        ..Default::default()
     };
-    for (c, key) in [("intra:", "intra_per_flow_mbps"), ("inter:", "inter_per_flow_mbps")] {
-        if let Some(v) = class_mean(c) {
-            m.insert(key.to_string(), v);
-        }
+    for (qi, q) in r.queues.iter().enumerate() {
+        let rows = (0..s.t_ns.len())
+            .map(|k| Row([t_s(k), s.qlen[k][qi] as f64, (s.qlen[k][qi] as f64 / mtu).ceil(), s.tx_bytes[k][qi] as f64, s.drops[k][qi] as f64]))
+            .collect();
+        run.queues.insert(q.name.clone(), rows);
     }
-    if let (Some(i), Some(a)) = (class_mean("inter:"), class_mean("intra:")) {
-        if a > 0.0 {
-            m.insert("inter_intra_ratio".to_string(), i / a);
-        }
-    }
-    // Sized flows (incast, workload): FCT mean and p99 (nearest rank) per
-    // traffic kind, path class and size class, keyed as the report's rows:
-    // `fct_mean_ms workload intra <100KB`. The testbed times a flow from
-    // connect() to the receiver's one-byte answer, i.e. one handshake RTT
-    // and half an RTT more than the model's first-byte-to-last-ACK time:
-    // the model adds one base RTT (the remaining half RTT is the model's
-    // last ACK travelling back).
-    let mut fcts: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for f in &r.flows {
-        let mut parts = f.group.splitn(3, ':');
-        let (Some(class), Some(kind)) = (parts.next(), parts.next()) else { continue };
-        if kind == "long" {
+    for (i, (spec, f)) in sc.flows.iter().zip(&r.flows).enumerate() {
+        let mut parts = spec.name.splitn(3, ':');
+        let (Some(class), Some(kind)) = (parts.next(), parts.next()) else { bail!("flow '{}': not named class:kind:path", spec.name) };
+        if kind != "long" {
+            match f.fct_ms {
+                Some(fct) => run.fct.push(Fct {
+                    ok: true,
+                    kind: kind.to_string(),
+                    class: class.to_string(),
+                    size: spec.size_kb.unwrap_or(0.0) * 1e3,
+                    fct_s: Some((fct + f.rtt_us / 1e3) / 1e3),
+                }),
+                None => run.fct_unfinished += 1,
+            }
             continue;
         }
-        let Some(fct) = f.fct_ms else {
-            *m.entry(format!("fct_unfinished {kind}")).or_insert(0.0) += 1.0;
-            continue;
-        };
-        let size = f.delivered_mb * 1e6;
-        let sc = SIZE_CLASSES.iter().find(|(lo, hi, _)| *lo <= size && size < *hi).map_or(">10MB", |c| c.2);
-        fcts.entry(format!("{kind} {class} {sc}")).or_default().push(fct + f.rtt_us / 1e3);
+        let id = run.flows.len() as u64;
+        run.flows.push(Flow {
+            id,
+            kind: kind.to_string(),
+            class: class.to_string(),
+            start_s: spec.start_ms / 1e3,
+            stop_s: spec.stop_ms.map_or(dur_s, |t| t / 1e3),
+        });
+        let rows = (0..s.t_ns.len())
+            .map(|k| Row([t_s(k), s.delivered[k][i] as f64, (s.cwnd[k][i] as f64 / mtu).ceil(), s.rtt[k][i] as f64 / 1e3, s.losses[k][i] as f64]))
+            .collect();
+        run.samples.insert(id.to_string(), rows);
     }
-    for (k, mut v) in fcts {
-        v.sort_by(|a, b| a.total_cmp(b));
-        let n = v.len();
-        m.insert(format!("fct_n {k}"), n as f64);
-        m.insert(format!("fct_mean_ms {k}"), v.iter().sum::<f64>() / n as f64);
-        m.insert(format!("fct_p99_ms {k}"), v[((0.99 * n as f64).ceil() as usize).clamp(1, n) - 1]);
-    }
-    m
+    Ok(run)
 }
-
-/// The testbed report's FCT size classes (`metrics.py`, SIZE_CLASSES).
-const SIZE_CLASSES: [(f64, f64, &str); 4] =
-    [(0.0, 1e5, "<100KB"), (1e5, 1e6, "100KB-1MB"), (1e6, 1e7, "1-10MB"), (1e7, f64::INFINITY, ">10MB")];
 
 /// Runs every point with `seeds` seeds (0, 1, ...).
 pub fn predict(points: &[Point], seeds: u32) -> Result<Vec<Prediction>> {
@@ -896,7 +890,8 @@ pub fn predict(points: &[Point], seeds: u32) -> Result<Vec<Prediction>> {
                 let mut s = sc.clone();
                 s.seed = seed;
                 let r = crate::run(&s, kind)?;
-                for (k, v) in testbed_metrics(&r) {
+                let run = run_record(&s, &p.entry, &p.label, &r)?;
+                for (k, v) in xdcc_metrics::analyze(&run).metrics.scalars() {
                     per_metric.entry(k).or_default().push(v);
                 }
             }

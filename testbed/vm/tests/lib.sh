@@ -94,14 +94,17 @@ net_down() {
 # MED_PACING (bit/s, median over the second half of the samples).
 transfer() {
     transfer_once "$@"
-    if ! grep -q ' cwnd:' <<<"$SS_LINES"; then
+    local try
+    for try in 2 3; do
+        grep -q ' cwnd:' <<<"$SS_LINES" && return 0
         # Under TCG the guest's CPUs are saturated by the transfer itself and
         # the `ss` sampler (one process spawn per sample) is now and then
-        # starved for a whole transfer: repeat once rather than judge a CC
-        # on no samples.
-        echo "  (no ss sample of the transfer: repeating it once)"
+        # starved for a whole transfer (seen twice in a row once): repeat,
+        # up to three transfers, rather than judge a CC on no samples.
+        echo "  (no ss sample of the transfer: transfer $try of at most 3)"
         transfer_once "$@"
-    fi
+    done
+    grep -q ' cwnd:' <<<"$SS_LINES" || echo "  (no ss sample in 3 transfers: the window checks below have nothing to judge)"
 }
 
 transfer_once() {
