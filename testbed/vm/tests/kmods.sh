@@ -233,13 +233,17 @@ test_amrt() {
     spare() { python3 -c 'import json,sys; r=[r for r in json.loads(sys.argv[1] or "[]") if r["remote"].endswith(":5001") and r.get("cc_state")]
 print(r[0]["cc_state"]["values"][sys.argv[2]] if r else -1)' "${FLOWS_JSON:-}" "$1"; }
     # One 4 MB run with the anti-ECN marker on rcv's ingress (the dequeue
-    # times of the router's 20 Mbit/s port).
+    # times of the router's 20 Mbit/s port). Every run holds the connection
+    # open after its last write, so the module's counters are read after the
+    # transfer (one `xdcc flows` under TCG takes up to a second: without the
+    # hold the last sample could predate the marks; CI saw spare_marks 0
+    # with the window grown from 17 to 27 packets).
     marked_run() {
         net_up fifo
         ip netns exec rcv "$X" mark-amrt --iface vr --rate-mbit 20 >"$out/marker.json" 2>"$out/marker.log" &
         local m=$! i
         for i in $(seq 1 300); do [[ -s $out/marker.json ]] && break; sleep 0.1; done
-        FLOWS_REFRESH=1 transfer amrt 4000000
+        FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer amrt 4000000
         kill -INT $m 2>/dev/null; wait $m 2>/dev/null
         MARKER=$(tail -1 "$out/marker.json")
         net_down
@@ -269,7 +273,7 @@ print(r[0]["cc_state"]["values"][sys.argv[2]] if r else -1)' "${FLOWS_JSON:-}" "
     echo 1048576 >"$d/max_wnd_bdp_q16"
     local ign
     net_up reddeep
-    FLOWS_REFRESH=1 transfer amrt 4000000
+    FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer amrt 4000000
     net_down
     ign=$(spare ignored_marks); sm=$(spare spare_marks)
     echo "  RED from 20 packets, guard ${saved[mark_max_qdelay_ns]} ns: max cwnd $MAX_CWND, median rtt $MED_RTT ms, delivered_ce $DELIVERED_CE, ignored_marks $ign, spare_marks $sm"
@@ -277,7 +281,7 @@ print(r[0]["cc_state"]["values"][sys.argv[2]] if r else -1)' "${FLOWS_JSON:-}" "
         test "$ign" -gt 0 -a "$ign" -gt $((10 * sm))
     echo 0 >"$d/mark_max_qdelay_ns"
     net_up reddeep
-    FLOWS_REFRESH=1 transfer amrt 4000000
+    FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer amrt 4000000
     net_down
     ign=$(spare ignored_marks); sm=$(spare spare_marks)
     echo "  same port, guard off: max cwnd $MAX_CWND, median rtt $MED_RTT ms, spare_marks $sm, ignored_marks $ign"
