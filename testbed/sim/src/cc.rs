@@ -101,6 +101,18 @@ macro_rules! dispatch_enums {
                     $(AnyCc::$state(c) => c.pacing_rate()),*
                 }
             }
+
+            pub fn ssthresh(&self) -> u32 {
+                match self {
+                    $(AnyCc::$state(c) => c.ssthresh()),*
+                }
+            }
+
+            pub fn hold_cwnd(&mut self, max_bytes: u32) {
+                match self {
+                    $(AnyCc::$state(c) => c.hold_cwnd(max_bytes)),*
+                }
+            }
         }
     };
 }

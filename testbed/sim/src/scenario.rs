@@ -95,6 +95,24 @@ pub struct Scenario {
     /// Gemini recommends sender pacing (§III-C); Uno's reference code paces.
     #[serde(default)]
     pub window_pacing_gain: f64,
+    /// TCP's receive window: what the receiver lets the sender have in
+    /// flight, whatever the CC's window. None (the default): unlimited, as
+    /// in the papers' simulators. The testbed's model sets Linux's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_window: Option<ReceiveWindow>,
+}
+
+/// A receiver whose advertised window starts at `init_kb` and grows by
+/// every byte it delivers (doubling per round trip, as Linux's receive-
+/// buffer autotuning does for an application that reads at once) up to
+/// `max_kb`. On Linux 6.12 with the default `tcp_rmem` (4096 131072
+/// 6291456) the first window is ~64 KB (`rcv_ssthresh` in `ss -i`) and the
+/// largest about half of 6 MB.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiveWindow {
+    pub init_kb: f64,
+    pub max_kb: f64,
 }
 
 fn default_sample_us() -> f64 {
@@ -315,6 +333,13 @@ impl Scenario {
         }
         if !(self.window_pacing_gain.is_finite() && (self.window_pacing_gain == 0.0 || (0.5..=10.0).contains(&self.window_pacing_gain))) {
             bail!("window_pacing_gain must be 0 (off) or within [0.5, 10], got {}", self.window_pacing_gain);
+        }
+        if let Some(w) = self.receive_window {
+            pos("receive_window.init_kb", w.init_kb)?;
+            pos("receive_window.max_kb", w.max_kb)?;
+            if w.init_kb * 1000.0 < self.net.mtu as f64 || w.max_kb < w.init_kb {
+                bail!("receive_window: need one MTU <= init_kb <= max_kb (got init_kb {}, max_kb {})", w.init_kb, w.max_kb);
+            }
         }
         if !(self.measure_from_ms >= 0.0 && self.measure_from_ms < self.duration_ms) {
             bail!("measure_from_ms must be within [0, duration_ms)");

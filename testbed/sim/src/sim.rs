@@ -16,8 +16,19 @@
 //! - Losses are detected at the first ACK of a later packet (paths are FIFO,
 //!   so a gap means a drop; RACK with zero reordering window) and retransmitted
 //!   first; a retransmission timeout (max(min_rto, 3·srtt)) retransmits
-//!   everything outstanding. Headers, delayed ACKs and the receive window are
-//!   not modelled.
+//!   everything outstanding. Headers and delayed ACKs are not modelled.
+//! - Windows grow only while the window limits the sender, as Linux grows
+//!   them (`tcp_is_cwnd_limited()`, which the kernel modules' adapter
+//!   applies): a flow held back by its NIC, its receive window or its data
+//!   keeps its window instead of growing it without bound. Same rule as
+//!   the adapter: the window counts as limiting for one window of data after
+//!   the sender last found it full, and in slow start while it is below
+//!   twice the most that was in flight; algorithms with their own pacing
+//!   rate are left alone.
+//! - The receive window, when the scenario sets one (`receive_window`):
+//!   a flow never has more than it in flight; it starts at `init_kb` and
+//!   grows by every byte delivered (doubling per round trip, Linux's
+//!   receive-buffer autotuning for a reader that keeps up) up to `max_kb`.
 //! - Hosts are not in lockstep: every packet reaches its first queue up to
 //!   `jitter_us` (default one MTU time) later than its NIC finished it, drawn
 //!   from the seed, a flow's packets staying in order. Simultaneous arrivals
@@ -233,9 +244,34 @@ pub(crate) struct Flow {
     pub rtos: u64,
     pub marked_acks: u64,
     pub acks: u64,
+    /// The receiver's advertised window and its cap (u64::MAX: unlimited).
+    rwnd: u64,
+    rwnd_max: u64,
+    /// Linux's `tcp_cwnd_validate()` state: whether the window limited the
+    /// sender in the current window of data (which ends when everything up
+    /// to `cwnd_usage_seq` is acknowledged) and the most bytes in flight in it.
+    cwnd_limited: bool,
+    cwnd_usage_seq: u64,
+    max_inflight: u64,
 }
 
 impl Flow {
+    /// After a send attempt: was the sender stopped by its congestion window?
+    fn note_window_use(&mut self, cwnd_limited: bool) {
+        let una = self.outstanding.front().map_or(self.snd_nxt, |s| s.seq);
+        if una >= self.cwnd_usage_seq || cwnd_limited || (!self.cwnd_limited && self.inflight > self.max_inflight) {
+            self.cwnd_limited = cwnd_limited;
+            self.max_inflight = self.inflight;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    /// `tcp_is_cwnd_limited()`.
+    fn is_cwnd_limited(&self, cc: &AnyCc) -> bool {
+        let cwnd = cc.cwnd() as u64;
+        self.cwnd_limited || (cwnd < cc.ssthresh() as u64 && cwnd < 2 * self.max_inflight)
+    }
+
     pub fn cwnd(&self) -> u32 {
         self.cc.as_ref().map_or(0, |c| c.cwnd())
     }
@@ -373,6 +409,9 @@ impl Sim {
                 g.path.iter().map(|n| queues.iter().position(|q| &q.name == n).expect("validated") as u16).collect();
             let rtt = ns(g.rtt_us, 1e3);
             let hops = path.len() as u64 + 1;
+            let (rwnd, rwnd_max) = sc.receive_window.map_or((u64::MAX, u64::MAX), |w| {
+                ((w.init_kb * 1000.0).round() as u64, (w.max_kb * 1000.0).round() as u64)
+            });
             let host = g.host_rate_gbps.map_or(queues[path[0] as usize].rate_bps, |r| r * 1e9);
             for i in 0..g.count {
                 let start = ns(g.start_ms, 1e6) + ns(g.start_spacing_us, 1e3) * i as u64;
@@ -410,6 +449,11 @@ impl Sim {
                     rtos: 0,
                     marked_acks: 0,
                     acks: 0,
+                    rwnd,
+                    rwnd_max,
+                    cwnd_limited: false,
+                    cwnd_usage_seq: 0,
+                    max_inflight: 0,
                 });
             }
         }
@@ -512,27 +556,29 @@ impl Sim {
     fn try_send(&mut self, i: usize) {
         let now = self.now;
         let mtu = self.mtu;
-        loop {
+        if !self.flows[i].started || self.flows[i].finish_ns.is_some() {
+            return;
+        }
+        let cwnd_limited = loop {
             let f = &mut self.flows[i];
-            if !f.started || f.finish_ns.is_some() {
-                return;
-            }
             // Next packet: retransmissions first, then new data.
             let (seq, size, is_new) = if let Some(&(s, z)) = f.retx.front() {
                 (s, z, false)
             } else if f.sending {
                 let remaining = f.size.map_or(u64::MAX, |s| s.saturating_sub(f.snd_nxt));
                 if remaining == 0 {
-                    return;
+                    break false;
                 }
                 (f.snd_nxt, remaining.min(mtu as u64) as u32, true)
             } else {
-                return;
+                break false;
             };
             let cc = f.cc.as_ref().expect("started");
             let cwnd = cc.cwnd() as u64;
-            if f.inflight > 0 && f.inflight + size as u64 > cwnd {
-                return; // window-limited: an ACK will call us again
+            if f.inflight > 0 && f.inflight + size as u64 > cwnd.min(f.rwnd) {
+                // Window-limited (an ACK will call us again); by the
+                // congestion window unless the receive window is smaller.
+                break cwnd <= f.rwnd;
             }
             let t = now.max(f.nic_free_ns).max(f.next_pace_ns);
             if t > now {
@@ -540,7 +586,7 @@ impl Sim {
                     f.wake_at = Some(t);
                     self.at(t, Ev::SenderWake(i as u32));
                 }
-                return;
+                break false;
             }
             if is_new {
                 f.snd_nxt += size as u64;
@@ -587,7 +633,8 @@ impl Sim {
             if arm {
                 self.at(now + rto, Ev::RtoCheck(i as u32));
             }
-        }
+        };
+        self.flows[i].note_window_use(cwnd_limited);
     }
 
     fn rto_ns(&self, i: usize) -> u64 {
@@ -662,6 +709,7 @@ impl Sim {
             return; // already declared lost by an RTO: ignore the late ACK
         };
         let params = &self.params[f.params];
+        let limited = f.is_cwnd_limited(f.cc.as_ref().expect("started"));
         let cc = f.cc.as_mut().expect("started");
         for _ in 0..pos {
             let lost = f.outstanding.pop_front().expect("pos < len");
@@ -676,6 +724,7 @@ impl Sim {
         let s = f.outstanding.pop_front().expect("found");
         f.inflight -= s.size as u64;
         f.delivered += s.size as u64;
+        f.rwnd = f.rwnd.saturating_add(s.size as u64).min(f.rwnd_max);
         f.acks += 1;
         if p.ce {
             f.marked_acks += 1;
@@ -696,6 +745,12 @@ impl Sim {
         };
         let before = cc.cwnd();
         cc.on_ack(params, &sample);
+        // (As the kernel adapter: an algorithm with its own rate is limited
+        // by it, not by its window.)
+        let own_rate = cc.pacing_rate().is_some_and(|r| r < xdcc_algo::UNPACED);
+        if !limited && !own_rate && cc.cwnd() > before {
+            cc.hold_cwnd(before);
+        }
         if self.trace == Some(i) {
             eprintln!(
                 "trace t={:.3}ms flow={} sent={:.3}ms rtt={}us ce={} cwnd {} -> {} inflight={}",

@@ -47,6 +47,13 @@ pub const KERNEL_CCS: &[&str] = &["cubic", "dctcp", "bbr", "reno", "vegas"];
 
 /// Linux's minimum RTO: the kernel's retransmission timer floor.
 const LINUX_MIN_RTO_US: f64 = 200_000.0;
+/// Linux's receive window with the default `tcp_rmem` (4096 131072 6291456):
+/// ~64 KB at the start of every connection (the kernel logs of the testbed
+/// show `rcv_ssthresh:64088`), growing as the receiver's buffer autotunes,
+/// to about half of `tcp_rmem[2]`. It gates the first round trips of every
+/// flow whose CC starts with a larger window (UnoCC, Gemini, AMRT start at
+/// one BDP): without it the model sends a whole BDP in the first RTT.
+const LINUX_RECEIVE_WINDOW: crate::scenario::ReceiveWindow = crate::scenario::ReceiveWindow { init_kb: 64.0, max_kb: 3072.0 };
 const MTU: u64 = 1500;
 
 /// A testbed scenario file, as `scenario.py` reads it.
@@ -494,6 +501,7 @@ impl TestbedScenario {
             jitter_us: None,
             // The modules pace at cwnd/srtt (`sk_pacing_rate`) after slow start.
             window_pacing_gain: 1.0,
+            receive_window: Some(LINUX_RECEIVE_WINDOW),
         };
         sc.validate()?;
         point.scenario = Some(sc);
