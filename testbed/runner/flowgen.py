@@ -1,23 +1,9 @@
-"""Flow-completion-time traffic: what iperf3 cannot do (many sized flows,
-each on its own connection with its own CC, timed to the last byte).
-
-A flow: the client opens a connection from its host's namespace with
-TCP_CONGESTION set, sends an 8-byte length and the payload; the server reads
-it all and answers one byte. FCT = from connect() to that answer, so it
-includes the handshake (one RTT) and half an RTT for the answer, as a
-request/response application would see it."""
+"""The sized flows' plan: flow-size CDFs, inverse-CDF sampling and Poisson
+arrivals. The flows themselves are sent and timed by `xdcc flowgen`
+(userspace/xdcc/src/flowgen.rs), driven by guest.py."""
 
 import bisect
 import random
-import socket
-import struct
-import threading
-import time
-
-import netns
-
-CHUNK = memoryview(bytes(256 * 1024))
-PORT = 7000
 
 
 def load_cdf(path):
@@ -57,94 +43,6 @@ def sample(pts, rng):
     (s0, p0), (s1, p1) = pts[i - 1], pts[i]
     x = s0 if p1 == p0 else s0 + (s1 - s0) * (u - p0) / (p1 - p0)
     return max(1, int(x))
-
-
-class Server:
-    """Accepts flows on PORT (IPv4 and IPv6) in one host's namespace."""
-
-    def __init__(self, ns):
-        self.socks = []
-        with netns.inside(ns):
-            s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            s.bind(("::", PORT))
-            s.listen(512)
-        self.sock = s
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
-
-    @staticmethod
-    def _serve(c):
-        buf = bytearray(256 * 1024)
-        try:
-            hdr = b""
-            while len(hdr) < 8:
-                d = c.recv(8 - len(hdr))
-                if not d:
-                    return
-                hdr += d
-            left = struct.unpack("!Q", hdr)[0]
-            while left > 0:
-                n = c.recv_into(buf, min(len(buf), left))
-                if n == 0:
-                    return
-                left -= n
-            c.sendall(b"\1")
-        except OSError:
-            pass
-        finally:
-            c.close()
-
-    def close(self):
-        # shutdown() wakes the thread blocked in accept(); close() alone
-        # would leave the port bound while it waits.
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
-
-
-def run_flow(src_ns, dst_addr, size, cc, record, meta):
-    """One flow, blocking; appends its result to `record` (a list)."""
-    fam = socket.AF_INET6 if ":" in dst_addr else socket.AF_INET
-    with netns.inside(src_ns):
-        s = socket.socket(fam, socket.SOCK_STREAM)
-    res = dict(meta, size=size, start=time.time())
-    try:
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
-        s.settimeout(120)
-        t0 = time.monotonic()
-        s.connect((dst_addr, PORT))
-        s.sendall(struct.pack("!Q", size))
-        left = size
-        while left > 0:
-            n = min(left, len(CHUNK))
-            s.sendall(CHUNK[:n])
-            left -= n
-        ok = s.recv(1) == b"\1"
-        res["fct_s"] = time.monotonic() - t0
-        res["ok"] = ok
-    except OSError as e:
-        res["ok"] = False
-        res["error"] = str(e)
-    finally:
-        s.close()
-    record.append(res)
-
-
-def start_flow(*args):
-    t = threading.Thread(target=run_flow, args=args, daemon=True)
-    t.start()
-    return t
 
 
 def poisson_schedule(rng, duration_s, load, link_bps, mean_bytes):

@@ -113,6 +113,11 @@ class Sampler:
             args += ["--port", p]
         if v6:
             args.append("--ipv6")
+        # Real-time priority (SCHED_FIFO 10, above every traffic process): a
+        # sample is a short netlink dump, and under TCG a sampler that waits
+        # for the CPU behind iperf3 and the flow generator leaves gaps.
+        if shutil.which("chrt"):
+            args = ["chrt", "-f", "10"] + args
         self.out = open(path, "w")
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=self.out, stderr=subprocess.PIPE, text=True)
 
@@ -141,6 +146,70 @@ class Sampler:
                             [round(r["t"] - self.t0, 4), r["bytes_acked"], r["cwnd"], r["rtt_us"],
                              r["total_retrans"], r["delivered_ce"], r["pacing_rate"], r["cc"]])
         os.remove(self.path)  # (all of it is in the run's raw JSON)
+
+
+class FlowGen:
+    """The run's sized flows, sent and timed by one `xdcc flowgen` process
+    (Rust, one event loop for every namespace: see userspace/xdcc/src/flowgen.rs)."""
+
+    PORT = 7000
+
+    def __init__(self, sized, servers, cc, v6, deadline_s, path):
+        self.meta = []
+        flows = []
+        for at, (src, dst, size, kind) in sized:
+            flows.append({"at_s": round(at, 6), "src": src, "dst": addr(dst, v6), "size": int(size), "cc": cc})
+            self.meta.append({"src": src, "dst": dst, "kind": kind, "size": int(size),
+                              "class": "intra" if topology.same_dc(src, dst) else "inter"})
+        self.plan, self.out = path + ".plan.json", path + ".ndjson"
+        with open(self.plan, "w") as fh:
+            json.dump({"port": self.PORT, "servers": servers, "flows": flows, "deadline_s": deadline_s}, fh)
+        self.proc = subprocess.Popen([XDCC, "flowgen", "--plan", self.plan, "--out", self.out],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ready = self.proc.stdout.readline()
+        if '"ready"' not in ready:
+            _, err = self.proc.communicate(timeout=30)
+            raise RuntimeError(f"xdcc flowgen did not start: {err.strip() or ready.strip()}")
+
+    def start(self, t0):
+        """Time zero of the plan: `time.monotonic()` (CLOCK_MONOTONIC)."""
+        self.wall0 = time.time() - (time.monotonic() - t0)
+        self.proc.stdin.write(f"{t0!r}\n")
+        self.proc.stdin.flush()
+
+    def done(self):
+        try:
+            with open(self.out) as fh:
+                return sum(1 for line in fh if '"id"' in line)
+        except OSError:
+            return 0
+
+    def finish(self):
+        """Waits for the generator (it stops at its deadline) and returns
+        (one record per finished flow, number unfinished)."""
+        try:
+            _, err = self.proc.communicate(timeout=3600)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        if self.proc.returncode != 0:
+            raise RuntimeError(f"xdcc flowgen failed ({self.proc.returncode}): {err.strip()}")
+        fct, unfinished = [], 0
+        with open(self.out) as fh:
+            for line in fh:
+                r = json.loads(line)
+                if "summary" in r:
+                    unfinished = r["summary"]["unfinished"]
+                    continue
+                rec = dict(self.meta[r["id"]], at_s=round(r["start_s"], 3), start=self.wall0 + r["start_s"], ok=r["ok"])
+                if r.get("fct_s") is not None:
+                    rec["fct_s"] = r["fct_s"]
+                if r.get("error"):
+                    rec["error"] = r["error"]
+                fct.append(rec)
+        for f in (self.plan, self.out):
+            os.remove(f)  # (all of it is in the run's raw JSON)
+        return fct, unfinished
 
 
 def parse_port(spec):
@@ -207,21 +276,22 @@ def one_run(s, t, name, label, out, idx, total):
             senders.add(src)
             port += 1
     servers = {}
-    fct = []
-    events = []  # (time, kind, args)
+    events = []  # (time, kind, args): the long flows, started here
     for f in flows:
         events.append((f["start_s"], "long", f))
+    events.sort(key=lambda e: e[0])
+    sized = []  # (time, (src, dst, size, kind)): sized flows, run by `xdcc flowgen`
     for grp in s["incast"]:
         for at in grp["at_s"]:
             for src in grp["from"]:
-                events.append((at, "fct", (src, grp["to"], grp["bytes"], "incast")))
+                sized.append((at, (src, grp["to"], grp["bytes"], "incast")))
         servers[grp["to"]] = None
     w = s.get("workload")
     if w:
-        events += workload_events(s, t, w, servers)
-    events.sort(key=lambda e: e[0])
-    for h in servers:
-        servers[h] = flowgen.Server(h)
+        sized += workload_events(s, t, w, servers)
+    sized.sort(key=lambda e: e[0])
+    gen = FlowGen(sized, sorted(servers), cc, v6, dur + max(10, dur // 2),
+                  os.path.join(out, "raw", run_id + ".flowgen")) if sized else None
 
     # iperf3 servers for the long flows (one-off, one per flow).
     procs = []
@@ -235,38 +305,33 @@ def one_run(s, t, name, label, out, idx, total):
     cpu0 = cpu_times()
     sampler = Sampler(t0, s["sample_ms"] / 1000.0, sorted(senders), long_ports, ports, s["ipv6"],
                       os.path.join(out, "raw", run_id + ".samples.ndjson"))
-    clients, threads = {}, []
+    if gen:
+        gen.start(t0)
+    clients = {}
     wall0 = time.time()
     last_progress = 0
     ev = 0
     while True:
         now = time.monotonic() - t0
         while ev < len(events) and events[ev][0] <= now:
-            _, kind, a = events[ev]
+            _, _, a = events[ev]
             ev += 1
-            if kind == "long":
-                n = max(1, int(round(a["stop_s"] - a["start_s"])))
-                clients[a["id"]] = netns.popen(
-                    a["src"], ["iperf3", "-c", addr(a["dst"], v6), "-p", str(a["port"]), "-t", str(n),
-                               "-C", cc, "-J", "--connect-timeout", "5000"],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            else:
-                src, dst, size, cls = a
-                meta = {"src": src, "dst": dst, "kind": cls, "at_s": round(now, 3),
-                        "class": "intra" if topology.same_dc(src, dst) else "inter"}
-                threads.append(flowgen.start_flow(src, addr(dst, v6), size, cc, fct, meta))
+            n = max(1, int(round(a["stop_s"] - a["start_s"])))
+            clients[a["id"]] = netns.popen(
+                a["src"], ["iperf3", "-c", addr(a["dst"], v6), "-p", str(a["port"]), "-t", str(n),
+                           "-C", cc, "-J", "--connect-timeout", "5000"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if now >= dur:
             cpu = cpu_split(cpu0, cpu_times())
             break
         if now - last_progress >= 5:
             last_progress = now
             log(f"[tb] run {idx}/{total} {run_id}: {int(now)}/{dur} s, "
-                f"{sum(1 for p in clients.values() if p.poll() is None)} long flows up, {len(fct)} sized flows done")
-        time.sleep(0.02)
-    # Let sized flows finish (bounded), then stop sampling.
-    deadline = time.monotonic() + max(10, dur // 2)
-    for th in threads:
-        th.join(timeout=max(0.0, deadline - time.monotonic()))
+                f"{sum(1 for p in clients.values() if p.poll() is None)} long flows up"
+                + (f", {gen.done()} of {len(sized)} sized flows done" if gen else ""))
+        time.sleep(0.05)
+    # Let sized flows finish (until the generator's deadline), then stop sampling.
+    fct, unfinished = gen.finish() if gen else ([], 0)
     for f in flows:
         p = clients.get(f["id"])
         if p is None:
@@ -286,9 +351,6 @@ def one_run(s, t, name, label, out, idx, total):
     for p in procs:
         if p.poll() is None:
             p.kill()
-    for srv in servers.values():
-        srv.close()
-    unfinished = sum(1 for th in threads if th.is_alive())
     if unfinished:
         # Flows still sending would load the next run: start it afresh.
         topology.teardown()
@@ -304,7 +366,7 @@ def one_run(s, t, name, label, out, idx, total):
         "sample_fields": ["t", "bytes_acked", "cwnd", "rtt_us", "total_retrans", "delivered_ce",
                           "pacing_rate", "cc"],
         "queues": sampler.queues, "queue_fields": ["t", "backlog_bytes", "qlen", "sent_bytes", "drops"],
-        "fct": list(fct), "fct_unfinished": unfinished,
+        "fct": fct, "fct_unfinished": unfinished,
         "qdisc_stats": {"before": qdisc_before, "after": qdisc_after},
         "cpu": cpu, "sample_gaps_ms": gaps(sampler.queues), "sampler": sampler.stats,
     }
@@ -353,7 +415,7 @@ def workload_events(s, t, w, servers):
             continue
         dst = rng.choice(cands)
         size = max(1, int(flowgen.sample(inter if want_inter else intra, rng) * (se if want_inter else si)))
-        out.append((start + at, "fct", (src, dst, size, "workload")))
+        out.append((start + at, (src, dst, size, "workload")))
         servers[dst] = None
     return out
 

@@ -2,7 +2,7 @@
 # Host tests of the eBPF programs, the xdcc agent and the CLI, in network
 # namespaces and a cgroup made here (nothing else on the machine is touched).
 #
-#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [sample] [phantom] [bpfcc]   (default: all; root)
+#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [sample] [flowgen] [phantom] [bpfcc]   (default: all; root)
 #
 # Needs target/release/xdcc (cargo build --release -p xdcc), python3, jq,
 # nft, bpftool and iproute2 (ebpf/install-toolchain.sh installs them).
@@ -15,7 +15,7 @@ XFER="python3 $root/userspace/tests/xfer.py"
 [[ -x $X ]] || { echo "netns.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "netns.sh: must run as root" >&2; exit 2; }
 sections=("$@")
-((${#sections[@]})) || sections=(telemetry reroute cli switch sample phantom bpfcc)
+((${#sections[@]})) || sections=(telemetry reroute cli switch sample flowgen phantom bpfcc)
 
 tag=x$$
 work=$(mktemp -d /tmp/xdcc-netns.XXXXXX)
@@ -463,6 +463,41 @@ assert s["samples"] >= 15 and s["gap_max_ms"] < 1000, s' "$f"
     expect_fail "sample: a missing namespace" "network namespace nosuchns" "$X" sample --sockets nosuchns:1 --duration 1
 }
 
+# ---------------------------------------------------------------- flowgen
+flowgen() {
+    log "flowgen: sized flows from a plan, each from its namespace with its CC, timed to the answer"
+    local A B D; mkns A fa; mkns B fb; mkns D fd
+    link "$A" a0 "$D" d0; link "$B" b0 "$D" d1
+    ip -n "$A" addr add 10.94.1.1/24 dev a0; ip -n "$D" addr add 10.94.1.2/24 dev d0
+    ip -n "$B" addr add 10.94.2.1/24 dev b0; ip -n "$D" addr add 10.94.2.2/24 dev d1
+    ip -n "$B" addr add fd94::1/64 dev b0 nodad; ip -n "$D" addr add fd94::2/64 dev d1 nodad
+    cat >"$work/plan.json" <<EOF
+{"port": 7300, "servers": ["$D"], "deadline_s": 3, "flows": [
+ {"at_s": 0.1, "src": "$A", "dst": "10.94.1.2", "size": 150000, "cc": "cubic"},
+ {"at_s": 0.2, "src": "$B", "dst": "fd94::2", "size": 2000000, "cc": "reno"},
+ {"at_s": 0.3, "src": "$A", "dst": "10.94.1.2", "size": 1000, "cc": "nosuchcc"},
+ {"at_s": 30, "src": "$A", "dst": "10.94.1.2", "size": 1000, "cc": "cubic"}]}
+EOF
+    check "flowgen runs a plan: sizes delivered, FCTs, a bad CC named, a late flow unfinished" python3 -c '
+import json, subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "flowgen", "--plan", sys.argv[2], "--out", sys.argv[3]],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+assert json.loads(p.stdout.readline()) == {"ready": True}
+t0 = time.monotonic(); p.stdin.write(repr(t0) + "\n"); p.stdin.flush()
+assert p.wait(timeout=30) == 0
+assert 2.5 < time.monotonic() - t0 < 10, "stops at the deadline"
+r = [json.loads(l) for l in open(sys.argv[3])]
+by = {x["id"]: x for x in r if "id" in x}
+assert by[0]["ok"] and by[1]["ok"] and 0 < by[0]["fct_s"] < 2 and 0 < by[1]["fct_s"] < 2, by
+assert abs(by[0]["start_s"] - 0.1) < 0.05 and abs(by[1]["start_s"] - 0.2) < 0.05, by
+assert not by[2]["ok"] and "TCP_CONGESTION nosuchcc" in by[2]["error"], by[2]
+assert 3 not in by and r[-1] == {"summary": {"done": 3, "unfinished": 1}}, r[-1]' "$X" "$work/plan.json" "$work/fg.ndjson"
+    echo '{"port": 7300, "servers": [], "deadline_s": 3, "flows": [{"at_s": -1, "src": "a", "dst": "10.0.0.1", "size": 1, "cc": "cubic"}]}' >"$work/bad.json"
+    expect_fail "flowgen: a bad plan is refused, the field named" 'flows\[0\]\.at_s' "$X" flowgen --plan "$work/bad.json" --out "$work/bad.out"
+    echo '{"port": 7300, "servers": ["nosuchns"], "deadline_s": 3, "flows": []}' >"$work/nons.json"
+    expect_fail "flowgen: a missing server namespace is named" "network namespace nosuchns" "$X" flowgen --plan "$work/nons.json" --out "$work/nons.out"
+}
+
 # ---------------------------------------------------------------- phantom
 # Uno's phantom queue on a 50 Mbit/s port (TBF): draining at 90 % of the
 # line rate, it marks a flow that fills the port and never one paced at 40 %.
@@ -694,7 +729,12 @@ bpfcc() {
     wait_file "$work/ready"
     in_ns "$S" $XFER send --to 10.97.2.1 --port 6301 --bytes 60000000 --cc bpf_smartt >"$work/ul-send.json" &
     local spid=$!
-    sleep 0.5
+    # (Until the sender's socket runs on bpf_smartt: a fixed sleep lost the
+    # race once on a loaded machine, and the unload then came first.)
+    local waited=0
+    until in_ns "$S" ss -tinH dport = :6301 2>/dev/null | grep -qw bpf_smartt || ((waited >= 100)); do
+        sleep 0.1; waited=$((waited + 1))
+    done
     check "unload bpf_smartt while a flow uses it" "$X" cc unload smartt --bpf
     check "bpf_smartt gone from tcp_available_congestion_control" bash -c "! grep -qw bpf_smartt /proc/sys/net/ipv4/tcp_available_congestion_control"
     wait $spid; wait $rpid
@@ -710,8 +750,8 @@ bpfcc() {
 
 for s in "${sections[@]}"; do
     case $s in
-        telemetry|reroute|cli|switch|sample|phantom|bpfcc) "$s" ;;
-        *) echo "netns.sh: unknown section $s (telemetry, reroute, cli, switch, sample, phantom, bpfcc)" >&2; exit 2 ;;
+        telemetry|reroute|cli|switch|sample|flowgen|phantom|bpfcc) "$s" ;;
+        *) echo "netns.sh: unknown section $s (telemetry, reroute, cli, switch, sample, flowgen, phantom, bpfcc)" >&2; exit 2 ;;
     esac
 done
 echo "$passed passed, $failed failed"

@@ -57,6 +57,17 @@ pub fn enter_netns(ns: &str) -> Result<()> {
         .map_err(|e| kernel_refused(format!("entering network namespace {}: {e}", path.display())))
 }
 
+/// Runs `f` with the calling thread inside network namespace `ns`, then
+/// returns the thread to the namespace it was in. (Sockets opened by `f`
+/// stay in `ns`: a socket belongs to the namespace it was created in.)
+pub fn inside_netns<T>(ns: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let home = fs::File::open("/proc/thread-self/ns/net").context("opening this thread's network namespace")?;
+    enter_netns(ns)?;
+    let r = f();
+    nix::sched::setns(&home, nix::sched::CloneFlags::CLONE_NEWNET).context("returning to the original network namespace")?;
+    r
+}
+
 #[derive(Debug, Serialize)]
 pub struct CcList {
     pub default: String,

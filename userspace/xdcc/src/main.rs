@@ -11,6 +11,7 @@ mod bpfcc_equivalence;
 mod config;
 mod ebpf;
 mod failure;
+mod flowgen;
 mod flows;
 mod kernel;
 mod metrics;
@@ -171,6 +172,18 @@ enum Cmd {
         /// Sample IPv6 sockets instead of IPv4.
         #[arg(long)]
         ipv6: bool,
+    },
+    /// Sized flows for the testbed (incasts, workloads) from a JSON plan:
+    /// a server in each listed namespace, each flow sent from its namespace
+    /// with its CC and timed to the receiver's answer; one JSON line per
+    /// finished flow to --out. Prints {"ready":true} once the servers
+    /// listen, then reads the plan's time zero (CLOCK_MONOTONIC seconds)
+    /// from stdin (testbed/runner/guest.py drives it).
+    Flowgen {
+        #[arg(long)]
+        plan: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Print a shell completion script (e.g. `xdcc completions bash >
     /// /etc/bash_completion.d/xdcc`).
@@ -580,6 +593,7 @@ fn run(cli: Cli) -> Result<()> {
             };
             sampler::run(&plan, &mut std::io::BufWriter::new(std::io::stdout().lock()))
         }
+        Cmd::Flowgen { plan, out } => flowgen::run(&flowgen::Plan::load(&plan)?, &out),
         Cmd::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "xdcc", &mut std::io::stdout());
             Ok(())

@@ -21,7 +21,6 @@
 
 use std::{
     collections::BTreeMap,
-    fs::File,
     io::{Read, Write},
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -70,16 +69,6 @@ pub fn parse_port(spec: &str) -> Result<(String, String, String)> {
         Some((ns, dev)) if !ns.is_empty() && !dev.is_empty() => Ok((spec.to_string(), ns.to_string(), dev.to_string())),
         _ => bail!(bad_value(format!("--port {spec}: expected NAMESPACE:INTERFACE, e.g. dc1sw:h1"))),
     }
-}
-
-/// Runs `f` with the calling thread inside network namespace `ns`, then
-/// returns the thread to the namespace it was in.
-fn inside<T>(ns: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    let home = File::open("/proc/thread-self/ns/net").context("opening this thread's network namespace")?;
-    crate::kernel::enter_netns(ns)?;
-    let r = f();
-    nix::sched::setns(&home, nix::sched::CloneFlags::CLONE_NEWNET).context("returning to the original network namespace")?;
-    r
 }
 
 #[derive(Serialize)]
@@ -176,16 +165,16 @@ pub fn run(plan: &Plan, out: &mut impl Write) -> Result<()> {
     let family = if plan.ipv6 { sockdiag::AF_INET6 } else { sockdiag::AF_INET };
     let mut diag = Vec::new();
     for (ns, ports) in &plan.sockets {
-        diag.push((ns.as_str(), ports.clone(), inside(ns, sockdiag::SockDiag::open).with_context(|| format!("namespace {ns}"))?));
+        diag.push((ns.as_str(), ports.clone(), crate::kernel::inside_netns(ns, sockdiag::SockDiag::open).with_context(|| format!("namespace {ns}"))?));
     }
     // One rtnetlink socket per namespace, shared by that namespace's ports.
     let mut route: BTreeMap<&str, Socket> = BTreeMap::new();
     let mut ports = Vec::new();
     for (label, ns, dev) in &plan.ports {
         if !route.contains_key(ns.as_str()) {
-            route.insert(ns, inside(ns, route_socket).with_context(|| format!("namespace {ns}"))?);
+            route.insert(ns, crate::kernel::inside_netns(ns, route_socket).with_context(|| format!("namespace {ns}"))?);
         }
-        let idx = inside(ns, || {
+        let idx = crate::kernel::inside_netns(ns, || {
             nix::net::if_::if_nametoindex(dev.as_str()).map_err(|e| bad_value(format!("--port {label}: no interface {dev} in {ns}: {e}")))
         })?;
         ports.push((label.as_str(), ns.as_str(), idx as i32));
