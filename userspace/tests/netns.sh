@@ -66,6 +66,13 @@ expect_fail() {
     fi
 }
 le() { (($1 <= $2)); }
+# same_sha A.json B.json: both transfers wrote a sha256 and they are equal
+# (a sender or receiver that died writes nothing: that is no match).
+same_sha() {
+    local a b
+    a=$(jq -r .sha256 "$1" 2>/dev/null) && b=$(jq -r .sha256 "$2" 2>/dev/null) || return 1
+    [[ $a =~ ^[0-9a-f]{64}$ && $a == "$b" ]]
+}
 eq() { [[ $1 == "$2" ]]; }
 
 mkdir -p "$cg"
@@ -138,7 +145,7 @@ telemetry() {
         sl=$(jq -r .local "$work/send$fam.json"); rl=$(jq -r .local "$work/recv$fam.json")
         snd=$(flow_json "$S" "$work/s.sock" "$sl"); rcv=$(flow_json "$D" "$work/d.sock" "$rl")
         echo "$snd" >"$work/flow-snd$fam.json"; echo "$rcv" >"$work/flow-rcv$fam.json"
-        check "IPv$fam: transfer byte-exact (sha256)" eq "$(jq -r .sha256 "$work/send$fam.json")" "$(jq -r .sha256 "$work/recv$fam.json")"
+        check "IPv$fam: transfer byte-exact (sha256)" same_sha "$work/send$fam.json" "$work/recv$fam.json"
         check "IPv$fam: sender flow tracked, closed, cc cubic" eq "$(jq -r '.state + " " + .cc' <<<"$snd")" "closed cubic"
         check "IPv$fam: receiver flow tracked" eq "$(jq -r .state <<<"$rcv")" "closed"
         check "IPv$fam: payload bytes sender tc = receiver tc" eq "$(jq .tc_bytes_out <<<"$snd")" "$(jq .tc_bytes_in <<<"$rcv")"
@@ -183,6 +190,10 @@ reroute() {
     for l in la lb; do in_ns "$A" tc qdisc add dev $l root tbf rate 50mbit burst 16k latency 50ms; done
     local cs; cs=$(new_cgroup s6)
     start_agent "$S" "$work/r.sock" "$cs" --iface s0
+    # All 16 path ids: with two links the ids' labels all hash onto one link
+    # with probability 2^(1 - ids) for a given address pair (1/128 with the
+    # default 8, once seen in CI: 8 reroutes, none left the failed link).
+    check "reroute set paths 16" in_ns "$S" "$X" --socket "$work/r.sock" reroute set paths 16
 
     # active: the link of A carrying the flow now: the one that moved at
     # least 1 MB in a second while the other moved less than 100 kB (waits
@@ -221,7 +232,7 @@ reroute() {
     local f; f=$(flow_json "$S" "$work/r.sock" "$(jq -r .local "$work/rs1.started")")
     log "after the failure: $moved bytes on $good; flow: $(jq -c '{path_id,reroutes,last_reroute,retrans}' <<<"$f")"
     check "moves on: transfer completed" eq $ok 1
-    check "moves on: byte-exact (sha256)" eq "$(jq -r .sha256 "$work/rs1.json")" "$(jq -r .sha256 "$work/rr1.json")"
+    check "moves on: byte-exact (sha256)" same_sha "$work/rs1.json" "$work/rr1.json"
     check "moves on: flow rerouted (reroutes >= 1, reason rto)" bash -c \
         "(( $(jq .reroutes <<<"$f") >= 1 )) && [[ $(jq -r .last_reroute <<<"$f") == rto ]]"
     check "moves on: >= 50 % of the bytes crossed the other link after the failure" le $((n / 2)) $moved
@@ -268,7 +279,7 @@ reroute() {
     check "forced: path id changed, reason forced" bash -c \
         "(( $(jq .path_id <<<"$f") != $p0 )) && [[ $(jq -r .last_reroute <<<"$f") == forced ]]"
     wait $spid; wait $rpid
-    check "forced: byte-exact" eq "$(jq -r .sha256 "$work/rs3.json")" "$(jq -r .sha256 "$work/rr3.json")"
+    check "forced: byte-exact" same_sha "$work/rs3.json" "$work/rr3.json"
     in_ns "$S" "$X" --socket "$work/r.sock" stats
 }
 
@@ -604,7 +615,7 @@ bpfcc() {
         wait_file "$work/ready"
         in_ns "$S" $XFER send --to 10.97.2.1 --port $port --bytes $n --cc bpf_$c >"$work/bsend-$c.json"
         wait $rpid
-        check "bpf_$c: 20 MB transfer byte-exact (sha256)" eq "$(jq -r .sha256 "$work/bsend-$c.json")" "$(jq -r .sha256 "$work/brecv-$c.json")"
+        check "bpf_$c: 20 MB transfer byte-exact (sha256)" same_sha "$work/bsend-$c.json" "$work/brecv-$c.json"
         port=$((port + 1))
         # throughput and the kernel's view of the socket during a 3 s run
         in_ns "$S" iperf3 -c 10.97.2.1 -p 5401 -t 3 -C bpf_$c -J >"$work/iperf-$c.json" &
@@ -656,13 +667,13 @@ bpfcc() {
             "$X" sample --sockets "$S:5401" --interval-ms 10 --duration 2 </dev/null >"$work/react-$c-$every.ndjson"
             wait $ip || true
             [[ -n $marker ]] && { kill "$marker"; wait "$marker" || true; }
-            local stats
+            local stats wmed wn wlo whi
             stats=$(python3 -c 'import json, sys
 w = sorted(r["cwnd"] for r in map(json.loads, open(sys.argv[1])) if r.get("dport") == 5401)
 print(w[len(w) // 2] if w else 0, len(w), w[len(w) // 10] if w else 0, w[len(w) * 9 // 10] if w else 0)' "$work/react-$c-$every.ndjson")
-            read -r m n lo hi <<<"$stats"
-            med+=("$hi")
-            log "bpf_$c, $( ((every)) && echo "CE on every ${every}th packet" || echo "no marking"): cwnd median $m (10th-90th percentile $lo-$hi) of $n samples"
+            read -r wmed wn wlo whi <<<"$stats"
+            med+=("$whi")
+            log "bpf_$c, $( ((every)) && echo "CE on every ${every}th packet" || echo "no marking"): cwnd median $wmed (10th-90th percentile $wlo-$whi) of $wn samples"
         done
         check "bpf_$c: marks hold the window down (90th percentile ${med[1]} under 25 % CE marks < ${med[0]} unmarked)" \
             bash -c "(( ${med[1]:-0} < ${med[0]:-0} ))"
@@ -690,7 +701,7 @@ print(w[len(w) // 2] if w else 0, len(w), w[len(w) // 10] if w else 0, w[len(w) 
     snd=$(flow_json "$S" "$work/bs.sock" "$(jq -r .local "$work/ce-send.json")")
     rcv=$(flow_json "$D" "$work/bd.sock" "$(jq -r .local "$work/ce-recv.json")")
     log "CE echo: receiver saw CE on $(jq .ce_in <<<"$rcv") segments, sent $(jq .ece_out <<<"$rcv") ECE ACKs"
-    check "CE echo: transfer under marks byte-exact" eq "$(jq -r .sha256 "$work/ce-send.json")" "$(jq -r .sha256 "$work/ce-recv.json")"
+    check "CE echo: transfer under marks byte-exact" same_sha "$work/ce-send.json" "$work/ce-recv.json"
     check "CE echo: receiver saw CE (> 10)" le 10 "$(jq .ce_in <<<"$rcv")"
     check "CE echo: ECE ACKs <= 2 per CE segment (DCTCP-style echo, not RFC 3168's)" \
         bash -c "(( $(jq .ece_out <<<"$rcv") <= 2 * $(jq .ce_in <<<"$rcv") && $(jq .ece_out <<<"$rcv") > 0 ))"
@@ -727,7 +738,7 @@ print(w[len(w) // 2] if w else 0, len(w), w[len(w) // 10] if w else 0, w[len(w) 
     wait_file "$work/ready"
     in_ns "$S" $XFER send --to 10.97.2.1 --port 6302 --bytes 5000000 --cc bpf_uno >"$work/rp-send.json"
     wait $rpid
-    check "a transfer on the replaced bpf_uno is byte-exact" eq "$(jq -r .sha256 "$work/rp-send.json")" "$(jq -r .sha256 "$work/rp-recv.json")"
+    check "a transfer on the replaced bpf_uno is byte-exact" same_sha "$work/rp-send.json" "$work/rp-recv.json"
 
     # Unload while a socket uses it: the name goes, the flow finishes.
     rm -f "$work/ready"
@@ -745,7 +756,7 @@ print(w[len(w) // 2] if w else 0, len(w), w[len(w) // 10] if w else 0, w[len(w) 
     check "unload bpf_smartt while a flow uses it" "$X" cc unload smartt --bpf
     check "bpf_smartt gone from tcp_available_congestion_control" bash -c "! grep -qw bpf_smartt /proc/sys/net/ipv4/tcp_available_congestion_control"
     wait $spid; wait $rpid
-    check "the flow on the unloaded CC finished byte-exact" eq "$(jq -r .sha256 "$work/ul-send.json")" "$(jq -r .sha256 "$work/ul-recv.json")"
+    check "the flow on the unloaded CC finished byte-exact" same_sha "$work/ul-send.json" "$work/ul-recv.json"
     expect_fail "cc unload --bpf: not loaded refused" "not loaded" "$X" cc unload smartt --bpf
     expect_fail "cc load --replace of a CC that is not loaded refused" "nothing to replace" "$X" cc load smartt --bpf --replace
     in_ns "$D" sysctl -qw net.ipv4.tcp_congestion_control=reno
