@@ -607,6 +607,10 @@ bpfcc() {
     # A namespace may make a BPF CC its default (TCP_CONG_NON_RESTRICTED).
     check "bpf_gemini: default CC of a network namespace" "$X" cc set bpf_gemini --netns "$D"
 
+    # OSCAR aims at base RTT + target_qdelay (default half the intra-DC RTT,
+    # 50 µs); on veth the host scheduler's own delay noise exceeds that, and
+    # OSCAR once throttled itself to 34 Mbit/s (u = 0.004) here: 1 ms.
+    "$X" tunable set bpf_oscar target_qdelay_ns 1000000 >/dev/null
     local n=20000000 port=6101
     for c in $ccs; do
         rm -f "$work/ready"
