@@ -74,12 +74,15 @@ test_cc() {
     # RED ECN-marking bottleneck. Under TCG the router's HTB timer sometimes
     # stalls ("htb: too many events"), RED drops the ECT SYN and the
     # connection falls back to no ECN: such a run is repeated once.
+    # (The sender holds the connection 1.5 s after its last write, so that
+    # an `xdcc flows` call, up to a second under TCG, finds the flow: a 4 MB
+    # transfer once ended before any did.)
     net_up red
-    transfer "$cc" 4000000
+    SEND_ARGS="--hold 1.5" transfer "$cc" 4000000
     if ((ecn)) && [[ $XFER_OK == 1 && $DELIVERED_CE == 0 ]]; then
         echo "  red/ecn: no CE echoed (ECN not negotiated?): repeating the run once"
         net_down; sleep 0.5; net_up red
-        transfer "$cc" 4000000
+        SEND_ARGS="--hold 1.5" transfer "$cc" 4000000
     fi
     check "$mod: transfer through a RED/ECN bottleneck is byte-exact" test "$XFER_OK" = 1
     # get_info: `xdcc flows` decodes the module's state of the flow.
