@@ -164,12 +164,21 @@ test_delayed_ack() {
     local cc=$1 secs
     NET_INTRA_US=100 configure_cc "$cc"
     RTT=0ms net_up fifo || { bad "$cc: network setup"; return; }
-    transfer "$cc" 1000000
+    local try
+    for try in 1 2 3; do
+        transfer "$cc" 1000000
+        # (The window check needs samples after the first window: under TCG
+        # the sampler was once starved from the first window to the end.)
+        ((MIN_CWND > 0)) && break
+        echo "  (no ss sample after the first window: transfer $try of at most 3)"
+    done
     echo "  µs path (delayed ACKs on the receiver): 1 MB in $XFER_MS ms, min cwnd $MIN_CWND, median cwnd $MED_CWND, median rtt $MED_RTT ms"
     check "$cc: µs path: transfer byte-exact" test "$XFER_OK" = 1
     check "$cc: µs path: the window never below 2 packets (min $MIN_CWND)" test "$MIN_CWND" -ge 2
-    # One packet per 40 ms delayed-ACK timeout would take ~27 s; the link 0.4 s.
-    check "$cc: µs path: no delayed-ACK crawl (1 MB in $XFER_MS ms < 8 s)" test "$XFER_MS" -lt 8000
+    # One packet per 40 ms delayed-ACK timeout would take ~27 s; the link
+    # 0.4 s. Under TCG the whole transfer (Python at both ends, the sampler)
+    # takes 4.7-8 s for every CC, so the bound is 15 s.
+    check "$cc: µs path: no delayed-ACK crawl (1 MB in $XFER_MS ms < 15 s)" test "$XFER_MS" -lt 15000
     net_down
     configure_cc "$cc"
 }
