@@ -365,8 +365,10 @@ pub struct AckSample {
     pub inflight_at_send: u32,
     /// Bytes in flight now, after this ACK was processed.
     pub inflight: u32,
-    /// The sender was application-limited when the acked data was sent, so a
-    /// low ACK rate says nothing about the network.
+    /// The window did not limit the sender when the acked data was sent (the
+    /// application did, or the receiver's window: Linux's rate sample flags
+    /// the first, the adapters add `tcp_is_cwnd_limited()` false for algorithms
+    /// without their own rate), so a low ACK rate says nothing about the network.
     pub app_limited: bool,
 }
 

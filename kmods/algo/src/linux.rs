@@ -19,6 +19,12 @@
 //!   (`tcp_is_cwnd_limited()`, as Reno, CUBIC and DCTCP): an application- or
 //!   receiver-limited flow keeps its window. Algorithms that pace (OSCAR) are
 //!   limited by their rate, not their window, and are left alone.
+//! - **Such a round is no congestion signal either**: its sample reaches
+//!   the algorithm as application-limited (Linux's rate sample says so only
+//!   for the application, not for the receive window), so a round the
+//!   receive window held back — every round of an inter-DC flow's start
+//!   behind Linux's 64 KB initial receive window — does not look like a
+//!   collapse of the ACK rate to UnoCC's and SMaRTT's QuickAdapt.
 //! - **Never below two packets** on the kernel side: a one-packet window
 //!   waits for the receiver's delayed-ACK timer every round.
 //! - **Loss**: fast recovery (`set_state(TCP_CA_Recovery)`) is one
@@ -335,14 +341,21 @@ impl<A: CongestionControl> Flow<A> {
         if !self.is_live() {
             return Update::default();
         }
-        let sample = ack_sample(s, rs);
+        let mut sample = ack_sample(s, rs);
+        // (Algorithms that set their own rate are limited by it instead;
+        // `UNPACED` is no rate.)
+        let own_rate = self.algo.pacing_rate().is_some_and(|r| r < super::UNPACED);
+        // A round in which the window did not limit the sender (the receive
+        // window did, or the application) says nothing about the network:
+        // the algorithm sees it as application-limited, as Linux's rate
+        // sample says only for the application.
+        if s.cwnd_limited == 0 && !own_rate {
+            sample.app_limited = true;
+        }
         self.link.set_ecn_ok(s.ecn_ok != 0);
         if sample.acked_bytes != 0 || sample.rtt_ns != 0 {
             let before = self.algo.cwnd();
             self.algo.on_ack(p, &sample);
-            // (Algorithms that set their own rate are limited by it instead;
-            // `UNPACED` is no rate.)
-            let own_rate = self.algo.pacing_rate().is_some_and(|r| r < super::UNPACED);
             if s.cwnd_limited == 0 && !own_rate && self.algo.cwnd() > before {
                 self.algo.hold_cwnd(before);
             }

@@ -18,6 +18,9 @@
 //! - **QuickAdapt (ONQA)**: once per RTT, if fewer than `β · cwnd` bytes were
 //!   acked in that RTT the network is extremely congested and the window drops
 //!   to the bytes acked; then one RTT of hold-off without QA or MD (§4.1.2).
+//!   The paper's premise is a window-limited sender: a period whose last
+//!   sample is application-limited (to the Linux adapter: the window did not
+//!   limit the sender, e.g. the receive window did) is not judged.
 //!
 //! Paper vs reference code (spcl/Uno_SC25 `sim/lcp.cpp`), choices made here:
 //! - Physical-queue test: paper says "delay == 0"; code uses

@@ -136,6 +136,32 @@ fn windows_grow_only_when_cwnd_limited() {
 }
 
 #[test]
+fn quickadapt_does_not_cut_a_window_the_sender_could_not_use() {
+    // Two packets acked per base RTT (200 µs), far below half of UnoCC's
+    // window: congestion when the window limited the sender, but not when
+    // the receive window (or the application) did, where fewer acked bytes
+    // say nothing about the network. Read as congestion, inter-DC flows
+    // behind Linux's 64 KB initial receive window lost their one-BDP start.
+    let p = uno::Params::from_net(&NET);
+    for cwnd_limited in [0, 1] {
+        let mut t = 1_000_000;
+        let mut f = Flow::<uno::Uno>::new(&p, &sock(t));
+        let w0 = f.algo.cwnd();
+        for _ in 0..50 {
+            t += 100;
+            let s = Sock { now_us: t, cwnd_limited, ..sock(0) };
+            f.on_ack(&p, &Pacing::DEFAULT, &s, &ack(t, 200, false));
+        }
+        let w = f.algo.cwnd();
+        if cwnd_limited == 1 {
+            assert!(w < w0 / 2, "window-limited and few bytes acked: QuickAdapt cuts ({w0} -> {w})");
+        } else {
+            assert_eq!(w, w0, "not window-limited: the window stays");
+        }
+    }
+}
+
+#[test]
 fn amrt_grows_only_on_ece_while_cwnd_limited_and_never_cuts_on_ece() {
     let p = amrt::Params::from_net(&NET);
     let mut t = 1_000_000;

@@ -733,6 +733,7 @@ impl Sim {
         f.last_rtt_ns = rtt;
         f.srtt_ns += (rtt as f64 - f.srtt_ns) / 8.0;
         f.last_progress_ns = now;
+        let own_rate = cc.pacing_rate().is_some_and(|r| r < xdcc_algo::UNPACED);
         let sample = AckSample {
             now_ns: now + CLOCK_BASE_NS,
             acked_bytes: s.size,
@@ -741,13 +742,14 @@ impl Sim {
             send_time_ns: s.send_time + CLOCK_BASE_NS,
             inflight_at_send: p.inflight_at_send,
             inflight: f.inflight.min(u32::MAX as u64) as u32,
-            app_limited: false,
+            // (As the kernel adapter: a round the window did not limit, here
+            // because the receive window did, is application-limited to the
+            // algorithm; one with its own rate is limited by that, not by
+            // its window.)
+            app_limited: !limited && !own_rate,
         };
         let before = cc.cwnd();
         cc.on_ack(params, &sample);
-        // (As the kernel adapter: an algorithm with its own rate is limited
-        // by it, not by its window.)
-        let own_rate = cc.pacing_rate().is_some_and(|r| r < xdcc_algo::UNPACED);
         if !limited && !own_rate && cc.cwnd() > before {
             cc.hold_cwnd(before);
         }
