@@ -76,16 +76,41 @@ def time_scaled_tunables(cc, t):
 
 
 def cpu_times():
-    """(busy, softirq, total) jiffies of all guest CPUs (/proc/stat)."""
+    """What the guest's CPUs have done so far: /proc/stat's jiffies of all
+    CPUs ((busy, softirq, total), plus user, system and irq) and
+    /proc/softirqs' counts by type, summed over CPUs."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
     idle = v[3] + v[4]
-    return sum(v) - idle, v[6], sum(v)
+    softirqs = {}
+    try:
+        with open("/proc/softirqs") as f:
+            next(f)
+            for line in f:
+                name, *counts = line.split()
+                softirqs[name.rstrip(":").lower()] = sum(int(c) for c in counts)
+    except OSError:
+        pass  # (a kernel without it: the split by type is left out)
+    return {"busy": sum(v) - idle, "softirq": v[6], "total": sum(v), "user": v[0] + v[1],
+            "system": v[2], "irq": v[5], "softirqs": softirqs, "t": time.monotonic()}
 
 
 def cpu_split(a, b):
-    tot = max(1, b[2] - a[2])
-    return {"busy": round((b[0] - a[0]) / tot, 3), "softirq": round((b[1] - a[1]) / tot, 3)}
+    """Shares of the guest's CPU time between snapshots `a` and `b`, and the
+    softirqs raised per second by type (NET_RX, HRTIMER, ...): what keeps
+    the guest busy."""
+    tot = max(1, b["total"] - a["total"])
+    out = {k: round((b[k] - a[k]) / tot, 3) for k in ("busy", "softirq", "user", "system", "irq")}
+    secs = max(1e-3, b["t"] - a["t"])
+    out["softirqs_per_s"] = {k: round((n - a["softirqs"].get(k, 0)) / secs)
+                             for k, n in b["softirqs"].items() if n > a["softirqs"].get(k, 0)}
+    return out
+
+
+def top_softirqs(cpu, n=3):
+    """The `n` most frequent softirq types per second, for the run's log line."""
+    top = sorted(cpu.get("softirqs_per_s", {}).items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{k} {v}/s" for k, v in top) or "no softirq counts"
 
 
 def addr(host, v6):
@@ -373,7 +398,8 @@ def one_run(s, t, name, label, out, idx, total):
     with open(os.path.join(out, "raw", run_id + ".json"), "w") as fh:
         json.dump(raw, fh)
     log(f"[tb] run {idx}/{total} {run_id}: done ({len(fct)} sized flows, {unfinished} unfinished; "
-        f"guest CPU {100 * cpu['busy']:.0f}% busy, {100 * cpu['softirq']:.0f}% softirq; "
+        f"guest CPU {100 * cpu['busy']:.0f}% busy, {100 * cpu['softirq']:.0f}% softirq "
+        f"({top_softirqs(cpu)}); "
         f"sample gaps {raw['sample_gaps_ms']} ms)")
 
 

@@ -508,7 +508,8 @@ def main():
            f"samples every {sc['sample_ms']} ms. Steady-state metrics over the second half of the "
            f"period when all long flows run; Jain over {defs['bin_s']} s bins, converged when it "
            f"stays >= {defs['converged_jain']} (definitions: `testbed/metrics`, shared with the simulator). `cpu%` is the guest's CPU use during the run: near 100 "
-           f"the emulation itself limits the result.", "", table(ms, markdown=True), ""]
+           f"the emulation itself limits the result (`raw/RUN.json` \"cpu\": its split into user, system, "
+           f"irq and softirq, and the softirqs per second by type).", "", table(ms, markdown=True), ""]
     cr = compare_rows(ms, preds) if preds else []
     if cr:
         seeds = next(iter(preds.values()))["seeds"]

@@ -16,6 +16,7 @@ import report  # noqa: E402
 import scenario  # noqa: E402
 import topology  # noqa: E402
 import check_report  # noqa: E402
+import guest  # noqa: E402
 
 
 def raw_run(rates_mbps, dur=10, step=0.1, classes=None, sent_mbps=None, port_rate=100):
@@ -217,6 +218,23 @@ class Topology(unittest.TestCase):
             paths = {(ns, dev): topology.derive_profile(prof, d, f"g{ns}-{dev}", rate, delay)
                      for ns, dev, prof, rate, delay in topology.ports(gem)}
             self.assertEqual(topology.markers(gem, paths), [])
+
+
+class GuestCpu(unittest.TestCase):
+    def test_shares_and_softirqs_by_type(self):
+        # Two snapshots 2 s apart: 300 of 1000 jiffies busy, 100 of them in
+        # softirq; NET_RX raised 4000 times, HRTIMER 1000, TIMER not at all.
+        a = {"busy": 100, "softirq": 50, "total": 1000, "user": 20, "system": 30, "irq": 0,
+             "softirqs": {"net_rx": 1000, "hrtimer": 500, "timer": 7}, "t": 10.0}
+        b = {"busy": 400, "softirq": 150, "total": 2000, "user": 120, "system": 130, "irq": 10,
+             "softirqs": {"net_rx": 5000, "hrtimer": 1500, "timer": 7}, "t": 12.0}
+        c = guest.cpu_split(a, b)
+        self.assertEqual((c["busy"], c["softirq"], c["user"], c["system"], c["irq"]), (0.3, 0.1, 0.1, 0.1, 0.01))
+        self.assertEqual(c["softirqs_per_s"], {"net_rx": 2000, "hrtimer": 500})
+        self.assertEqual(guest.top_softirqs(c), "net_rx 2000/s, hrtimer 500/s")
+        # The guest's own counters, read twice, make a valid split.
+        c = guest.cpu_split(guest.cpu_times(), guest.cpu_times())
+        self.assertTrue(0.0 <= c["busy"] <= 1.0)
 
 
 class Repeats(unittest.TestCase):
