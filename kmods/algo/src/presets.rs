@@ -14,6 +14,7 @@
 //! | uno | `qa_scale_q16`, `qa_period_q16` | 1.0, 1.0 | 0.96, 1.05 |
 //! | uno | `qa_vs_current` | 0 | 1: QuickAdapt against the current window |
 //! | uno | `max_wnd_bdp_q16` | 0 (no cap) | 1.0: windows capped at one BDP |
+//! | uno | `queue_tol_own_rtt` | 0: physical queue = delay above 5.5 % of the intra-DC RTT | 1: above 5.5 % of the flow's own base RTT |
 //! | gemini | `k_bytes` (only F uses it) | 50 packets/Gbit/s | 6 packets |
 //! | gemini | `alpha_gain_q16` | 1/16 | 0.5 |
 //! | gemini | `beta_q16` | 0.2 | 0.1 |
@@ -80,6 +81,7 @@ fn uno_artifact(n: &NetConfig, mut set: impl FnMut(&'static str, u64)) {
     set("qa_period_q16", one * 105 / 100);
     set("qa_vs_current", 1);
     set("max_wnd_bdp_q16", one);
+    set("queue_tol_own_rtt", 1);
 }
 
 fn gemini_artifact(n: &NetConfig, mut set: impl FnMut(&'static str, u64)) {

@@ -24,9 +24,15 @@
 //!
 //! Paper vs reference code (spcl/Uno_SC25 `sim/lcp.cpp`), choices made here:
 //! - Physical-queue test: paper says "delay == 0"; code uses
-//!   `rtt > 1.055 × base_rtt`. We use the code's relative tolerance
-//!   (`queue_delay_tol_q16`, default 0.055) with a 1 µs floor (the kernel's RTT
-//!   resolution), because an exact zero never happens with real clocks.
+//!   `rtt > 1.055 × base_rtt`. An exact zero never happens with real clocks,
+//!   so we allow a tolerance, but the paper's one for every flow: queueing
+//!   delay above `queue_delay_tol_q16` (0.055) × the intra-DC RTT (`epoch_ns`),
+//!   floor 1 µs (the kernel's RTT resolution). A physical queue delays every
+//!   flow through it by the same time; a tolerance relative to each flow's own
+//!   base RTT (the code's) lets a queue that intra-DC flows read as physical
+//!   (full MD) pass as phantom-only for inter-DC flows (gentle MD, × 0.3), which
+//!   then take several times the intra-DC flows' share of a shared port.
+//!   `queue_tol_own_rtt = 1` selects the code's rule (the `uno-artifact` preset).
 //! - Gentle factor: paper 0.3 (`phantom_md_scale_q16`), code 0.35: tunable.
 //!   Algorithm 1 line 10 literally compounds it (`MD_scale = MD_scale × 0.3`)
 //!   until an epoch sees a physical queue. At full utilization a phantom
@@ -86,7 +92,7 @@ pub struct Params {
     pub ecn_ewma_gain_q16: u32,
     /// MD_scale multiplier for phantom-only congestion (0.3).
     pub phantom_md_scale_q16: u32,
-    /// RTT above `base × (1 + tol)` means a physical queue (0.055).
+    /// RTT above `base + tol × intra-DC RTT` means a physical queue (0.055).
     pub queue_delay_tol_q16: u32,
     /// QuickAdapt threshold β: QA when bytes acked in an RTT < β·cwnd (0.5).
     pub qa_beta_q16: u32,
@@ -111,6 +117,10 @@ pub struct Params {
     /// Window cap as a multiple of the flow's BDP (base RTT), Q16; 0
     /// (default): none. The reference code's runs cap at one BDP (1.0).
     pub max_wnd_bdp_q16: u32,
+    /// 1: the physical-queue tolerance is a fraction of the flow's *own*
+    /// base RTT, as the reference code's; 0 (default): of the intra-DC RTT,
+    /// the same queueing delay for every flow (see the module doc).
+    pub queue_tol_own_rtt: u32,
 }
 
 impl Params {
@@ -136,6 +146,7 @@ impl Params {
                 aimd_phantom: 0,
                 qa_vs_current: 0,
                 max_wnd_bdp_q16: 0,
+                queue_tol_own_rtt: 0,
             }
         }
     }
@@ -158,6 +169,7 @@ impl Params {
         check("aimd_phantom", self.aimd_phantom as u64, 0, 1)?;
         check("qa_vs_current", self.qa_vs_current as u64, 0, 1)?;
         check("max_wnd_bdp_q16", self.max_wnd_bdp_q16 as u64, 0, 64 * ONE as u64)?;
+        check("queue_tol_own_rtt", self.queue_tol_own_rtt as u64, 0, 1)?;
         Ok(())
     }
 
@@ -231,9 +243,13 @@ impl Uno {
     }
 
     /// Is the RTT close enough to the base RTT that no physical queue exists?
+    /// (The tolerance is one queueing delay for every flow, a fraction of the
+    /// intra-DC RTT, unless `queue_tol_own_rtt` asks for the reference
+    /// code's fraction of the flow's own base RTT.)
     fn no_physical_queue(&self, p: &Params) -> bool {
         let base = self.base_rtt(p) as u64;
-        let tol = core::cmp::max(mul_q16(base, p.queue_delay_tol_q16), 1_000);
+        let scale = if p.queue_tol_own_rtt != 0 { base } else { p.epoch_ns as u64 };
+        let tol = core::cmp::max(mul_q16(scale, p.queue_delay_tol_q16), 1_000);
         (self.last_rtt_ns as u64) <= base.saturating_add(tol)
     }
 
@@ -447,4 +463,5 @@ tunables!(Params {
     ecn_ewma_gain_q16: u32, phantom_md_scale_q16: u32, queue_delay_tol_q16: u32,
     qa_beta_q16: u32, qa_scale_q16: u32, qa_period_q16: u32, max_md_q16: u32, init_bdp_q16: u32,
     cumulative_gentle_md: u32, aimd_phantom: u32, qa_vs_current: u32, max_wnd_bdp_q16: u32,
+    queue_tol_own_rtt: u32,
 });

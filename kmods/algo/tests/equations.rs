@@ -129,7 +129,13 @@ fn uno_md_factor_is_e_times_4k_over_k_plus_bdp() {
 
 /// Runs one fully marked epoch at `rtt` and returns (cwnd before, after).
 fn uno_one_marked_epoch(p: &uno::Params, rtt: u32) -> (u32, u32) {
-    let base = 200_000u32;
+    let (before, u) = uno_marked_epoch(p, 200_000, rtt);
+    (before, u.cwnd())
+}
+
+/// A flow with base RTT `base` through one fully marked epoch at `rtt`:
+/// (cwnd before the epoch's end, the flow after it).
+fn uno_marked_epoch(p: &uno::Params, base: u32, rtt: u32) -> (u32, uno::Uno) {
     let mut u = uno_flow(p, base);
     let mut now = T0;
     // Activate the epoch with the first ACK, then a marked epoch.
@@ -144,7 +150,7 @@ fn uno_one_marked_epoch(p: &uno::Params, rtt: u32) -> (u32, u32) {
     now += 10_000;
     u.on_ack(p, &ack(now, T0 + 1, rtt, true));
     assert_eq!(start, before, "marked ACKs must not increase the window");
-    (before, u.cwnd())
+    (before, u)
 }
 
 #[test]
@@ -204,6 +210,34 @@ fn uno_phantom_only_congestion_is_gentle() {
     let cut = 1_000_000 - ratio_ppm(a as u64, b as u64);
     // 0.65 × 11/12 × 0.5 × 0.3 = 0.089375
     assert!(near(cut, 89_375, 2_000), "cut {cut} ppm");
+}
+
+#[test]
+fn uno_a_physical_queue_is_physical_for_every_rtt() {
+    // 20 µs of queueing (17 packets at 10 Gbit/s): 10 % of the intra-DC RTT
+    // (200 µs), 1.25 % of the inter-DC RTT (1.6 ms). An intra-DC and an
+    // inter-DC flow through that queue see the same delay, so both must read
+    // it as a physical queue (MD_scale = 1, full cut): an inter-DC flow that
+    // took it for phantom-only congestion would cut 0.3x as much and take
+    // several times the intra-DC flows' share of the port.
+    let mut p = uno::Params::from_net(&NET_10G);
+    let q = 20_000;
+    for base in [NET_10G.intra_rtt_ns, NET_10G.inter_rtt_ns] {
+        let (_, u) = uno_marked_epoch(&p, base, base + q);
+        assert_eq!(u.md_scale_q16(), ONE, "base RTT {base} ns: a 20 µs queue is physical");
+    }
+    // Without a queue (RTT at base) both see phantom-only congestion.
+    for base in [NET_10G.intra_rtt_ns, NET_10G.inter_rtt_ns] {
+        let (_, u) = uno_marked_epoch(&p, base, base);
+        assert_eq!(u.md_scale_q16(), ONE * 3 / 10, "base RTT {base} ns: no queue, gentle MD");
+    }
+    // The reference code's rule (tolerance 5.5 % of the own base RTT): the
+    // same queue is physical for the intra-DC flow, phantom-only for the
+    // inter-DC one.
+    p.queue_tol_own_rtt = 1;
+    let (_, intra) = uno_marked_epoch(&p, NET_10G.intra_rtt_ns, NET_10G.intra_rtt_ns + q);
+    let (_, inter) = uno_marked_epoch(&p, NET_10G.inter_rtt_ns, NET_10G.inter_rtt_ns + q);
+    assert_eq!((intra.md_scale_q16(), inter.md_scale_q16()), (ONE, ONE * 3 / 10));
 }
 
 #[test]

@@ -134,6 +134,7 @@ fn uno_artifact_caps_the_window_at_one_bdp() {
     let n = NetConfig::GEMINI_TESTBED;
     let p: uno::Params = with_preset("uno", "uno-artifact", &n);
     assert_eq!(p.qa_vs_current, 1);
+    assert_eq!(p.queue_tol_own_rtt, 1);
     let rtt = n.intra_rtt_ns;
     let bdp = 1_000_000_000u64 / 8 * rtt as u64 / 1_000_000_000;
     let mut u = uno::Uno::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: rtt });
