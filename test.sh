@@ -61,6 +61,7 @@ if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
     echo "[test] testbed: the CI smoke scenario end to end, down to a report" >&2
     smoke=$(mktemp -d)
     trap 'rm -rf "$smoke"' EXIT
-    testbed/run.sh ci-smoke --out "$smoke"
+    # (--cc with a comma: the list must reach the guest as one argument)
+    testbed/run.sh ci-smoke --cc gemini,dctcp --out "$smoke"
     /usr/bin/python3 testbed/runner/check_report.py "$smoke"
 fi

@@ -165,6 +165,22 @@ class Topology(unittest.TestCase):
         root, cmds = topology.link_lines(t)
         self.assertTrue(any("nexthop via 10.200.0.2 nexthop via 10.200.1.2" in c for c in cmds["dc1br"]))
 
+    def test_delayed_acks(self):
+        """Hosts delay ACKs by default (Linux); delayed_acks = false gives
+        every host route quickack, so the kernel ACKs each segment as the
+        model does. A non-bool is a clear error."""
+        t = topology.load(os.path.join(scenario.TESTBED, "topologies", "two-dc.toml"))
+        _, cmds = topology.link_lines(t)
+        self.assertFalse(any("quickack" in c for c in cmds["dc1h1"]))
+        _, cmds = topology.link_lines(topology.merge(t, {"delayed_acks": False}))
+        routes = [c for c in cmds["dc2h3"] if c.startswith("route add")]
+        self.assertEqual(len(routes), 2)
+        self.assertTrue(all(c.endswith(" quickack 1") for c in routes), routes)
+        self.assertFalse(any("quickack" in c for c in cmds["dc1sw"] + cmds["dc1br"]), "switches forward, they do not ACK")
+        for bad in (1, "no"):
+            with self.assertRaisesRegex(topology.ConfigError, "'delayed_acks' must be a bool"):
+                topology.merge(t, {"delayed_acks": bad})
+
     def test_step_k(self):
         t = topology.merge(topology.DEFAULTS, {"dc": {"rate_mbit": 50}, "time_scale": 20})
         self.assertEqual(topology.step_k_pkts(t), 50)  # dc-gemini: 50 pkts/Gbps at 1 Gbit/s

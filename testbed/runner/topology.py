@@ -48,6 +48,7 @@ DEFAULTS = {
     "hosts_per_dc": 4,
     "wan_paths": 1,
     "gso": False,
+    "delayed_acks": True,
     "time_scale": 10,
     "dc": {"rate_mbit": 100, "intra_rtt_us": 2000, "uplink_rate_mbit": 400,
            "switch_profile": "dc-gemini", "host_buffer_pkts": 1000, "k_pkts": 0},
@@ -70,7 +71,9 @@ def merge(base, over, where=""):
                 raise ConfigError(f"'{where}{k}' must be a table")
             out[k] = merge(base[k], v, f"{where}{k}.")
         else:
-            if type(v) is not type(base[k]) and not (isinstance(base[k], int) and isinstance(v, int)):
+            # (ints where ints go; bool is an int to Python but not here)
+            if type(v) is not type(base[k]) and not (
+                    type(base[k]) is int and isinstance(v, int) and not isinstance(v, bool)):
                 raise ConfigError(f"'{where}{k}' must be a {type(base[k]).__name__}, not {v!r}")
             out[k] = v
     return out
@@ -245,6 +248,9 @@ def peer(t, ns, dev):
 def link_lines(t):
     """(namespace, ip -batch lines) to create links, addresses and routes."""
     n = t["hosts_per_dc"]
+    # delayed_acks = false: the hosts ACK every segment (the route's
+    # quickack), as the simulator's receivers (and htsim's) do.
+    quickack = "" if t["delayed_acks"] else " quickack 1"
     cmds = {ns: [] for ns in namespaces(t)}
     root = []  # veth pairs are created from the first namespace of each pair
 
@@ -259,8 +265,8 @@ def link_lines(t):
             cmds[h] += [f"addr add 10.{d}.{i}.2/24 dev eth0",
                         f"addr add fd00:{d}:{i}::2/64 dev eth0 nodad",
                         "link set lo up", "link set eth0 up",
-                        f"route add default via 10.{d}.{i}.1",
-                        f"route add ::/0 via fd00:{d}:{i}::1"]
+                        f"route add default via 10.{d}.{i}.1" + quickack,
+                        f"route add ::/0 via fd00:{d}:{i}::1" + quickack]
             cmds[sw] += [f"addr add 10.{d}.{i}.1/24 dev h{i}",
                          f"addr add fd00:{d}:{i}::1/64 dev h{i} nodad", f"link set h{i} up"]
         veth(sw, "uplink", br, "dc")
@@ -433,6 +439,9 @@ def verify(t):
         a6 = netns.run(h, ["ip", "-6", "-o", "addr", "show", "dev", "eth0"], check=False)
         check(f"{h} has {host_addr(h)} and {host_addr(h, True)}",
               f" {host_addr(h)}/24 " in a4 and f" {host_addr(h, True)}/64 " in a6)
+        r = netns.run(h, ["ip", "route", "show", "default"], check=False)
+        check(f"{h} delays ACKs" if t["delayed_acks"] else f"{h} ACKs every segment (route quickack 1)",
+              ("quickack 1" in r) != t["delayed_acks"])
         q = netns.run(h, ["tc", "qdisc", "show", "dev", "eth0"], check=False)
         check(f"{h} eth0 has netem {t['dc']['intra_rtt_us'] // 2}us at {t['dc']['rate_mbit']}Mbit",
               "netem" in q and f"rate {t['dc']['rate_mbit']}Mbit" in q)

@@ -25,7 +25,7 @@ fi
 mkdir -p $h/run/netns
 [ -d $h/sys/fs/bpf ] && mount -t bpf bpf $h/sys/fs/bpf 2>/dev/null
 script=$(sed -n 's/.*xdcc_script=\([^ ]*\).*/\1/p' /proc/cmdline)
-args=$(sed -n 's/.*xdcc_args=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
+args=$(sed -n 's/.*xdcc_args=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ' | sed 's/%2C/,/g; s/%25/%/g')
 out=$(sed -n 's/.*xdcc_out=\([^ ]*\).*/\1/p' /proc/cmdline)
 [ -n "$out" ] && mkdir -p $h$out 2>/dev/null; [ -n "$out" ] && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out $h$out
 echo "[guest] running $script $args"

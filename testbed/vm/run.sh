@@ -77,7 +77,14 @@ fi
 
 cmdline="console=ttyS0 panic=-1 loglevel=7 tsc=reliable xdcc_root=$root xdcc_script=$script"
 if (($#)); then
-    args=$(IFS=,; echo "$*")
+    # Arguments travel comma-separated on the kernel command line; a comma
+    # (or %) inside one (`--cc uno,dctcp`) is sent as %2C (%25), which
+    # init.sh decodes after splitting.
+    args=""
+    for a in "$@"; do
+        a=${a//%/%25}
+        args+="${args:+,}${a//,/%2C}"
+    done
     cmdline+=" xdcc_args=$args"
 fi
 shares=(-virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap")

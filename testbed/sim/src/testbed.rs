@@ -210,6 +210,10 @@ struct Topology {
     #[serde(default)]
     #[allow(dead_code)]
     gso: bool,
+    /// Linux's delayed ACKs on the hosts (the testbed's default); the model's
+    /// receivers ACK every segment, i.e. `delayed_acks = false`.
+    #[serde(default = "yes")]
+    delayed_acks: bool,
     #[serde(default = "default_time_scale")]
     time_scale: u64,
     dc: DcSpec,
@@ -218,6 +222,9 @@ struct Topology {
 
 fn default_hosts() -> u32 {
     4
+}
+fn yes() -> bool {
+    true
 }
 fn one_u32() -> u32 {
     1
@@ -404,6 +411,9 @@ impl TestbedScenario {
         if t.wan_paths > 1 {
             point.notes.push(format!("{} WAN paths: the model routes every inter-DC flow over wan0", t.wan_paths));
         }
+        if t.delayed_acks {
+            point.notes.push("delayed ACKs not modelled (the model ACKs every segment; `delayed_acks = false` in [net] makes the kernel do so too)".into());
+        }
         let net = Net::new(&t, &mut point.notes)?;
 
         let dur = self.duration_s as f64;
@@ -520,11 +530,14 @@ fn value_label(v: &Value) -> String {
 /// Deep-merges `over` into `base`; a key `base` lacks is an error (as
 /// `topology.merge`), except inside `dc`/`wan`, whose keys have defaults.
 fn merge(base: &mut toml::Table, over: &toml::Table, at: &str) -> Result<()> {
-    const KEYS: &[&str] = &["description", "hosts_per_dc", "wan_paths", "gso", "time_scale", "dc", "wan"];
+    const KEYS: &[&str] = &["description", "hosts_per_dc", "wan_paths", "gso", "delayed_acks", "time_scale", "dc", "wan"];
     for (k, v) in over {
         if at.is_empty() || at == "net." {
             if !KEYS.contains(&k.as_str()) {
                 bail!("unknown key '{at}{k}' (known: {})", KEYS.join(", "));
+            }
+            if matches!(k.as_str(), "gso" | "delayed_acks") && !v.is_bool() {
+                bail!("'{at}{k}' must be a bool, not {v}");
             }
         }
         match (base.get_mut(k), v) {

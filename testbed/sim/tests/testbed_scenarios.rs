@@ -130,6 +130,17 @@ fn a_bad_testbed_scenario_is_one_clear_error() {
     assert!(case("ccs = [\"gemini\"]\nbottleneck = \"dc2sw:h1\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n").contains("no flow crosses"));
     assert!(case(&format!("{base}[presets]\ngemini = \"nope\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")).contains("unknown preset \"nope\""));
     assert_eq!(case(&format!("{base}[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")), "accepted");
+    assert!(case(&format!("{base}[net]\ndelayed_acks = 1\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")).contains("'net.delayed_acks' must be a bool, not 1"));
+    // The model ACKs every segment: with the hosts' delayed ACKs on (the
+    // default) the prediction says so; with them off it has nothing to add.
+    let notes = |net: &str| {
+        let p = dir.join("scenarios/acks.toml");
+        std::fs::write(&p, format!("{base}{net}[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")).unwrap();
+        let (tb, d) = TestbedScenario::from_file(&p).unwrap();
+        tb.points("acks", &d).unwrap().remove(0).notes
+    };
+    assert!(notes("").iter().any(|n| n.contains("delayed ACKs not modelled")));
+    assert!(!notes("[net]\ndelayed_acks = false\n").iter().any(|n| n.contains("delayed ACKs")));
     // A preset applies after the runner's tunables (it replaces the switch's
     // K that the runner gives Gemini) and before the scenario's own.
     let p = dir.join("scenarios/preset.toml");
