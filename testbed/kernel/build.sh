@@ -111,7 +111,7 @@ build_kernel() {
         log "kernel $variant $key: cached ($build)"
         return
     fi
-    log "kernel $variant $key: building (about 10 minutes on 2 cores)"
+    log "kernel $variant $key: building (about 13 minutes on 2 cores)"
     rm -rf "$build" "$src"
     mkdir -p "$build" "$src"
     tar -xf /usr/src/linux-source-6.12.tar.xz -C "$src" --strip-components=1

@@ -178,15 +178,18 @@ fn incast_flows_get_fct_rows_by_class() {
 /// delay for every flow: 1.4-1.6 and 0.94-0.96.)
 #[test]
 fn uno_shares_scenario_a_port_across_rtts() {
-    let ps: Vec<Point> = points("a-rtt-fairness")
-        .into_iter()
-        .filter(|p| p.entry == "uno" && p.label != "inter_intra_ratio=64")
-        .collect();
+    assert_uno_shares(points("a-rtt-fairness"), "inter_intra_ratio=64", 0.9, 0.0..=2.0);
+}
+
+/// Scenario (a)'s UnoCC points but `skip`, 3 seeds each: Jain at least
+/// `min_jain` and inter/intra throughput within `ratio`.
+fn assert_uno_shares(ps: Vec<Point>, skip: &str, min_jain: f64, ratio: std::ops::RangeInclusive<f64>) {
+    let ps: Vec<Point> = ps.into_iter().filter(|p| p.entry == "uno" && p.label != skip).collect();
     assert_eq!(ps.len(), 2);
     for p in predict(&ps, 3).unwrap() {
         let (jain, _) = p.metrics["jain"];
-        let (ratio, _) = p.metrics["inter_intra_ratio"];
-        assert!(jain >= 0.9 && ratio <= 2.0, "{}: Jain {jain:.3}, inter/intra {ratio:.2}", p.label);
+        let (r, _) = p.metrics["inter_intra_ratio"];
+        assert!(jain >= min_jain && ratio.contains(&r), "{}: Jain {jain:.3}, inter/intra {r:.2}", p.label);
     }
 }
 
@@ -206,16 +209,5 @@ fn uno_is_rtt_fair_when_shares_are_several_packets() {
     let dc = dc.as_table_mut().unwrap();
     dc.insert("rate_mbit".into(), toml::Value::Integer(200));
     dc.insert("uplink_rate_mbit".into(), toml::Value::Integer(800));
-    let ps: Vec<Point> = tb
-        .points("a-rtt-fairness", &dir)
-        .unwrap()
-        .into_iter()
-        .filter(|p| p.entry == "uno" && p.label != "inter_intra_ratio=4")
-        .collect();
-    assert_eq!(ps.len(), 2);
-    for p in predict(&ps, 3).unwrap() {
-        let (jain, _) = p.metrics["jain"];
-        let (ratio, _) = p.metrics["inter_intra_ratio"];
-        assert!(jain >= 0.97 && (0.8..=1.25).contains(&ratio), "{}: Jain {jain:.3}, inter/intra {ratio:.2}", p.label);
-    }
+    assert_uno_shares(tb.points("a-rtt-fairness", &dir).unwrap(), "inter_intra_ratio=4", 0.97, 0.8..=1.25);
 }
