@@ -75,12 +75,36 @@ def time_scaled_tunables(cc, t):
     return out
 
 
+def process_ticks():
+    """CPU time (utime + stime, clock ticks) of every live process:
+    {pid: (command name, ticks)}. Kernel threads are included (ksoftirqd
+    runs the softirqs the interrupted tasks leave over)."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue  # (exited meanwhile)
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        rest = st[st.rindex(")") + 2:].split()
+        out[int(d)] = (st[st.index("(") + 1:st.rindex(")")], int(rest[11]) + int(rest[12]))
+    return out
+
+
 def cpu_times():
     """What the guest's CPUs have done so far: /proc/stat's jiffies of all
-    CPUs ((busy, softirq, total), plus user, system and irq) and
-    /proc/softirqs' counts by type, summed over CPUs."""
+    CPUs ((busy, softirq, total), plus user, system and irq), its context
+    switches, /proc/softirqs' counts by type, summed over CPUs, and every
+    live process's CPU time."""
+    ctxt = 0
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
+        for line in f:
+            if line.startswith("ctxt "):
+                ctxt = int(line.split()[1])
     idle = v[3] + v[4]
     softirqs = {}
     try:
@@ -92,7 +116,8 @@ def cpu_times():
     except OSError:
         pass  # (a kernel without it: the split by type is left out)
     return {"busy": sum(v) - idle, "softirq": v[6], "total": sum(v), "user": v[0] + v[1],
-            "system": v[2], "irq": v[5], "softirqs": softirqs, "t": time.monotonic()}
+            "system": v[2], "irq": v[5], "softirqs": softirqs, "ctxt": ctxt,
+            "procs": process_ticks(), "t": time.monotonic()}
 
 
 def cpu_split(a, b):
@@ -104,7 +129,24 @@ def cpu_split(a, b):
     secs = max(1e-3, b["t"] - a["t"])
     out["softirqs_per_s"] = {k: round((n - a["softirqs"].get(k, 0)) / secs)
                              for k, n in b["softirqs"].items() if n > a["softirqs"].get(k, 0)}
+    out["ctxt_per_s"] = round((b.get("ctxt", 0) - a.get("ctxt", 0)) / secs)
+    # Share of all CPU time per command name, from the processes alive at
+    # `b` (a process started since `a` counts whole; one that exited in
+    # between is missing). Shares below 0.5 % are left out.
+    by_name = {}
+    for pid, (name, ticks) in b.get("procs", {}).items():
+        before = a.get("procs", {}).get(pid)
+        used = ticks - (before[1] if before and before[0] == name else 0)
+        by_name[name] = by_name.get(name, 0) + max(0, used)
+    out["processes"] = {k: round(n / tot, 3) for k, n in sorted(by_name.items(), key=lambda kv: -kv[1])
+                        if n / tot >= 0.005}
     return out
+
+
+def top_processes(cpu, n=3):
+    """The `n` processes (by command name) with the most CPU, for the log line."""
+    top = list(cpu.get("processes", {}).items())[:n]
+    return ", ".join(f"{k} {100 * v:.0f}%" for k, v in top) or "no process above 0.5 %"
 
 
 def top_softirqs(cpu, n=3):
@@ -399,7 +441,7 @@ def one_run(s, t, name, label, out, idx, total):
         json.dump(raw, fh)
     log(f"[tb] run {idx}/{total} {run_id}: done ({len(fct)} sized flows, {unfinished} unfinished; "
         f"guest CPU {100 * cpu['busy']:.0f}% busy, {100 * cpu['softirq']:.0f}% softirq "
-        f"({top_softirqs(cpu)}); "
+        f"({top_softirqs(cpu)}; {cpu['ctxt_per_s']} context switches/s; {top_processes(cpu)}); "
         f"sample gaps {raw['sample_gaps_ms']} ms)")
 
 

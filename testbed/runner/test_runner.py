@@ -240,17 +240,25 @@ class GuestCpu(unittest.TestCase):
     def test_shares_and_softirqs_by_type(self):
         # Two snapshots 2 s apart: 300 of 1000 jiffies busy, 100 of them in
         # softirq; NET_RX raised 4000 times, HRTIMER 1000, TIMER not at all.
+        # Processes: two iperf3s (one started in between), a sampler, and
+        # pid 9 reused by another command (counts whole), pid 5 exited.
         a = {"busy": 100, "softirq": 50, "total": 1000, "user": 20, "system": 30, "irq": 0,
-             "softirqs": {"net_rx": 1000, "hrtimer": 500, "timer": 7}, "t": 10.0}
+             "softirqs": {"net_rx": 1000, "hrtimer": 500, "timer": 7}, "ctxt": 100, "t": 10.0,
+             "procs": {3: ("iperf3", 40), 4: ("xdcc", 10), 5: ("iperf3", 50), 9: ("sh", 90)}}
         b = {"busy": 400, "softirq": 150, "total": 2000, "user": 120, "system": 130, "irq": 10,
-             "softirqs": {"net_rx": 5000, "hrtimer": 1500, "timer": 7}, "t": 12.0}
+             "softirqs": {"net_rx": 5000, "hrtimer": 1500, "timer": 7}, "ctxt": 900, "t": 12.0,
+             "procs": {3: ("iperf3", 100), 4: ("xdcc", 14), 7: ("iperf3", 20), 9: ("ksoftirqd/0", 30)}}
         c = guest.cpu_split(a, b)
         self.assertEqual((c["busy"], c["softirq"], c["user"], c["system"], c["irq"]), (0.3, 0.1, 0.1, 0.1, 0.01))
         self.assertEqual(c["softirqs_per_s"], {"net_rx": 2000, "hrtimer": 500})
         self.assertEqual(guest.top_softirqs(c), "net_rx 2000/s, hrtimer 500/s")
+        self.assertEqual(c["ctxt_per_s"], 400)
+        self.assertEqual(c["processes"], {"iperf3": 0.08, "ksoftirqd/0": 0.03})  # xdcc: 0.4 %, left out
+        self.assertEqual(guest.top_processes(c), "iperf3 8%, ksoftirqd/0 3%")
         # The guest's own counters, read twice, make a valid split.
         c = guest.cpu_split(guest.cpu_times(), guest.cpu_times())
         self.assertTrue(0.0 <= c["busy"] <= 1.0)
+        self.assertGreaterEqual(c["ctxt_per_s"], 0)
 
 
 class Repeats(unittest.TestCase):

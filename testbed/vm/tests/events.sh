@@ -104,7 +104,7 @@ test_app_limited() {
     net_up fifo || { bad "$cc: network setup"; return; }
     SEND_ARGS="--chunk 1000 --interval 0.01" transfer "$cc" 150000
     local first last
-    first=$(ss_field cwnd | head -1)
+    first=$FIRST_CWND
     last=$(ss_field cwnd | tail -1)
     echo "  app-limited (150 x 1 kB / 10 ms, ${XFER_MS} ms): cwnd first ${first:-?} max $MAX_CWND last ${last:-?}, median rtt $MED_RTT ms"
     check "$cc: app-limited: transfer byte-exact" test "$XFER_OK" = 1

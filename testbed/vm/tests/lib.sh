@@ -171,6 +171,11 @@ transfer_once() {
     MIN_CWND=$(awk '{c = ""; d = 0; for (i = 1; i <= NF; i++) { if ($i ~ /^cwnd:/) c = substr($i, 6); if ($i ~ /^delivered:/) d = substr($i, 11) }
         if (c != "" && d + 0 > 11) print c}' "$out/ss" | sort -n | head -1)
     MIN_CWND=${MIN_CWND:-0}
+    # The first window after the handshake (a sample with data delivered:
+    # ss leaves `delivered:` out while it is 0). A SYN-SENT socket shows the
+    # kernel's default 10 before the CC's init has set its own window.
+    FIRST_CWND=$(awk '{c = ""; d = 0; for (i = 1; i <= NF; i++) { if ($i ~ /^cwnd:/) c = substr($i, 6); if ($i ~ /^delivered:/) d = substr($i, 11) }
+        if (c != "" && d + 0 > 0) { print c; exit } }' "$out/ss")
     # Median cwnd over the second half of the samples (steady state).
     local all half
     all=$(grep -o ' cwnd:[0-9]*' "$out/ss" | cut -d: -f2)
