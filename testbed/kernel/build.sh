@@ -57,11 +57,17 @@ install_bindgen() {
     fi
 }
 
+# The settings of a config fragment, without its comments (editing a comment
+# must not rebuild the kernel); "# CONFIG_X is not set" is a setting.
+config_settings() {
+    grep -E '^(CONFIG_|# CONFIG_[A-Z0-9_]+ is not set)' "$1"
+}
+
 # Everything that determines the kernel build goes into its key.
 kernel_key() {
     {
-        cat "$here/config.fragment"
-        [[ $variant == debug ]] && cat "$here/config.debug.fragment"
+        config_settings "$here/config.fragment"
+        [[ $variant == debug ]] && config_settings "$here/config.debug.fragment"
         cat "$here"/patches/*.patch
         dpkg-query -W -f='${Version}\n' linux-source-6.12
         /usr/bin/rustc --version

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -357,8 +358,14 @@ def one_run(s, t, name, label, out, idx, total):
     if w:
         sized += workload_events(s, t, w, servers)
     sized.sort(key=lambda e: e[0])
+    # The sampler's and the flow generator's files are scratch (the run's raw
+    # JSON keeps their contents) and live on the guest's tmpfs, not on the
+    # 9p-mounted output directory: a write there is a round trip to qemu's
+    # 9p server, which at a run's start also serves every exec'd iperf3's
+    # pages, and the real-time sampler blocked on it left 0.2-0.4 s gaps.
+    scratch = tempfile.mkdtemp(prefix=f"xdcc-{run_id}-")
     gen = FlowGen(sized, sorted(servers), cc, v6, dur + max(10, dur // 2),
-                  os.path.join(out, "raw", run_id + ".flowgen")) if sized else None
+                  os.path.join(scratch, "flowgen")) if sized else None
 
     # iperf3 servers for the long flows (one-off, one per flow).
     procs = []
@@ -371,7 +378,7 @@ def one_run(s, t, name, label, out, idx, total):
     t0 = time.monotonic()
     cpu0 = cpu_times()
     sampler = Sampler(t0, s["sample_ms"] / 1000.0, sorted(senders), long_ports, ports, s["ipv6"],
-                      os.path.join(out, "raw", run_id + ".samples.ndjson"))
+                      os.path.join(scratch, "samples.ndjson"))
     if gen:
         gen.start(t0)
     clients = {}
@@ -396,7 +403,10 @@ def one_run(s, t, name, label, out, idx, total):
             log(f"[tb] run {idx}/{total} {run_id}: {int(now)}/{dur} s, "
                 f"{sum(1 for p in clients.values() if p.poll() is None)} long flows up"
                 + (f", {gen.done()} of {len(sized)} sized flows done" if gen else ""))
-        time.sleep(0.05)
+        # Sleep until the next client start, progress line or the end (a
+        # 50 ms polling loop woke the busy guest 20 times a second).
+        wake = min(dur, last_progress + 5, events[ev][0] if ev < len(events) else dur)
+        time.sleep(max(0.0, wake - (time.monotonic() - t0)))
     # Let sized flows finish (until the generator's deadline), then stop sampling.
     fct, unfinished = gen.finish() if gen else ([], 0)
     for f in flows:
@@ -414,6 +424,7 @@ def one_run(s, t, name, label, out, idx, total):
             p.kill()
             f["iperf3"] = {"error": f"iperf3 gave no result: {e}"}
     sampler.finish()
+    shutil.rmtree(scratch, ignore_errors=True)
     qdisc_after = qdisc_text(ports)
     for p in procs:
         if p.poll() is None:

@@ -440,11 +440,23 @@ sample() {
     sleep 0.5
     in_ns "$S" iperf3 -c 10.95.0.2 -p 5501 -t 3 -C cubic >/dev/null &
     local c=$!; pids+=("$c")
+    # A closed connection to port 5999 that S closed first: S keeps it in
+    # TIME_WAIT (60 s), which the sampler must not report as a flow.
+    ip netns exec "$D" python3 -c '
+import socket
+l = socket.socket(); l.bind(("10.95.0.2", 5999)); l.listen(1)
+c, _ = l.accept(); c.recv(1); c.close()' &
+    local tw=$!; pids+=("$tw")
     sleep 0.5
+    in_ns "$S" python3 -c '
+import socket, time
+s = socket.create_connection(("10.95.0.2", 5999)); s.close(); time.sleep(0.2)'
+    wait "$tw" 2>/dev/null || true
+    check "a TIME_WAIT socket to port 5999 in $S" bash -c "ip netns exec $S ss -tan state time-wait | grep -q ':5999'"
     "$X" sample --sockets "$S:5501,5999" --port "$S:p0" --interval-ms 100 --duration 2 >"$work/sample.ndjson" </dev/null
     wait "$c" 2>/dev/null || true
     local f="$work/sample.ndjson"
-    check "flow samples of the data connection (bytes_acked grows, cubic, a window)" python3 -c '
+    check "flow samples of the data connection (bytes_acked grows, cubic, a window), none of the TIME_WAIT one" python3 -c '
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])]
 f = [x for x in r if x.get("dport") == 5501]

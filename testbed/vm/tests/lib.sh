@@ -86,6 +86,14 @@ net_down() {
     true
 }
 
+# The cwnd of each `ss -ti` sample (file $2) whose `delivered:` count is
+# above $1 packets, in order (ss leaves `delivered:` out while it is 0).
+cwnds_once_delivered() {
+    awk -v after="$1" '{c = ""; d = 0
+        for (i = 1; i <= NF; i++) { if ($i ~ /^cwnd:/) c = substr($i, 6); if ($i ~ /^delivered:/) d = substr($i, 11) }
+        if (c != "" && d + 0 > after) print c}' "$2"
+}
+
 # transfer CC BYTES: sends BYTES from snd to rcv with the netns default CC
 # set to CC (the receiver's: RCV_CC, default CC; SEND_ARGS: more arguments
 # of `xfer.py send`); samples `ss -tin` on the sender while it runs. Sets XFER_OK, XFER_MS,
@@ -168,14 +176,12 @@ transfer_once() {
     MAX_CWND=${MAX_CWND:-0}
     # (Once the first window is acknowledged: until then cwnd is the
     # kernel's initial 10, not yet the CC's.)
-    MIN_CWND=$(awk '{c = ""; d = 0; for (i = 1; i <= NF; i++) { if ($i ~ /^cwnd:/) c = substr($i, 6); if ($i ~ /^delivered:/) d = substr($i, 11) }
-        if (c != "" && d + 0 > 11) print c}' "$out/ss" | sort -n | head -1)
+    MIN_CWND=$(cwnds_once_delivered 11 "$out/ss" | sort -n | head -1)
     MIN_CWND=${MIN_CWND:-0}
-    # The first window after the handshake (a sample with data delivered:
-    # ss leaves `delivered:` out while it is 0). A SYN-SENT socket shows the
-    # kernel's default 10 before the CC's init has set its own window.
-    FIRST_CWND=$(awk '{c = ""; d = 0; for (i = 1; i <= NF; i++) { if ($i ~ /^cwnd:/) c = substr($i, 6); if ($i ~ /^delivered:/) d = substr($i, 11) }
-        if (c != "" && d + 0 > 0) { print c; exit } }' "$out/ss")
+    # The first window after the handshake (a sample with data delivered).
+    # A SYN-SENT socket shows the kernel's default 10 before the CC's init
+    # has set its own window.
+    FIRST_CWND=$(cwnds_once_delivered 0 "$out/ss" | head -1)
     # Median cwnd over the second half of the samples (steady state).
     local all half
     all=$(grep -o ' cwnd:[0-9]*' "$out/ss" | cut -d: -f2)

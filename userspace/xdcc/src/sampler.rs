@@ -204,7 +204,7 @@ pub fn run(plan: &Plan, out: &mut impl Write) -> Result<()> {
         for (ns, dports, d) in &diag {
             let t = monotonic_s();
             let mut best: BTreeMap<u16, sockdiag::TcpSocket> = BTreeMap::new();
-            for s in d.dump(family)? {
+            for s in d.dump_connections(family)? {
                 let dport = s.remote.port();
                 if dports.contains(&dport) && best.get(&dport).map_or(true, |b| s.bytes_acked >= b.bytes_acked) {
                     best.insert(dport, s);

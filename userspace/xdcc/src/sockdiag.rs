@@ -200,6 +200,20 @@ impl SockDiag {
     pub fn dump(&self, family: u8) -> Result<Vec<TcpSocket>> {
         let mut states = StateFlags::all();
         states.remove(StateFlags::LISTEN);
+        self.dump_states(family, states)
+    }
+
+    /// As [`Self::dump`], without TIME_WAIT and SYN_RECV sockets (the
+    /// kernel's mini sockets, which have no tcp_info): what a sampler of
+    /// data-carrying connections asks for, so that a host that has closed
+    /// thousands of short flows does not answer every sample with them.
+    pub fn dump_connections(&self, family: u8) -> Result<Vec<TcpSocket>> {
+        let mut states = StateFlags::all();
+        states.remove(StateFlags::LISTEN | StateFlags::TIME_WAIT | StateFlags::SYN_RECV);
+        self.dump_states(family, states)
+    }
+
+    fn dump_states(&self, family: u8, states: StateFlags) -> Result<Vec<TcpSocket>> {
         let request = SockDiagMessage::InetRequest(InetRequest {
             family,
             protocol: IPPROTO_TCP,
