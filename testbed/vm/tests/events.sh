@@ -163,11 +163,11 @@ test_no_ecn_peer() {
     # so RED neither marks nor drops and there is nothing to react to; it
     # once passed only when a stretched handshake RTT gave it a bigger
     # start): here it starts at 4 BDP, 3 BDP of queue above RED's max.
+    net_up red || { bad "$cc: network setup"; return; }
     if [[ $cc == amrt ]]; then
         init_saved=$(cat /proc/sys/net/xdcc/amrt/init_bdp_q16)
         echo $((4 * 65536)) >/proc/sys/net/xdcc/amrt/init_bdp_q16
     fi
-    net_up red || { bad "$cc: network setup"; return; }
     ip netns exec rcv sysctl -qw net.ipv4.tcp_ecn=0
     RCV_CC=cubic FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer "$cc" 2000000
     [[ -n $init_saved ]] && echo "$init_saved" >/proc/sys/net/xdcc/amrt/init_bdp_q16
