@@ -6,7 +6,10 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 host /mnt/host || echo "XDCC-EXIT 97"
+# cache=loose: the guest keeps the host's files in its page cache (nothing on
+# the host changes while the VM runs); without it every exec re-reads its
+# binary and libraries over 9p (iperf3 140 -> 43 ms, python3 1.1 -> 0.3 s).
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 host /mnt/host || echo "XDCC-EXIT 97"
 h=/mnt/host
 root=$(sed -n 's/.*xdcc_root=\([^ ]*\).*/\1/p' /proc/cmdline)
 # Keep the repository visible even if it lives under /tmp or /run, which

@@ -3,7 +3,8 @@
 #
 #   testbed/vm/run.sh [--debug] [--timeout SECONDS] [--out DIR] SCRIPT [ARG...]
 #
-# The guest mounts the host's root file system read-only over 9p and runs
+# The guest mounts the host's root file system read-only over 9p (cached in the
+# guest: do not change host files a running guest reads) and runs
 # SCRIPT (an absolute or repository-relative path) with bash, chrooted into it,
 # so it has the host's tools and the freshly built modules. /tmp and /run are
 # tmpfs in the guest; --out DIR (on the host) is mounted writable at the same
@@ -25,7 +26,7 @@ while (($#)); do
         --debug) variant=(--debug); shift ;;
         --timeout) timeout_s=$2; shift 2 ;;
         --out) out=$(cd "$2" && pwd); shift 2 ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         --) shift; break ;;
         -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
         *) break ;;
