@@ -17,7 +17,7 @@ linker_version=0.13.0
 log() { printf '[ebpf-toolchain] %s\n' "$*" >&2; }
 
 packages=(rustc-web cargo-web libstd-rust-web-dev-bpf llvm-22-dev libpolly-22-dev libzstd-dev zlib1g-dev
-    bpftool libbpf-dev clang-22 libelf-dev pkg-config iproute2 iperf3 jq nftables procps)
+    bpftool libbpf-dev clang-22 libelf-dev pkg-config iproute2 iperf3 jq nftables procps iputils-ping)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -193,6 +193,7 @@ macro_rules! window_methods {
 pub mod amrt;
 pub mod fixed;
 pub mod gemini;
+pub mod host;
 pub mod linux;
 pub mod oscar;
 pub mod params;

@@ -44,8 +44,25 @@
 //!   avoid executing divisions per-packet") and the UEC code does; 1 gives the
 //!   exact per-ACK form. QuickAdapt and an idle restart drop the increase
 //!   still pending; MD and losses leave it pending.
+//! - **Host delay (real hosts; issue 28).** The window cap `1.5 × BDP` and
+//!   the increase scaling `a = BDP / ref_BDP` use the BDP of the flow's
+//!   *pipe* RTT, base RTT + the learned host delay ([`super::host`]), not of
+//!   the base RTT alone. Evidence (bench/realspeed.sh, 4 flows into a
+//!   1 Gbit/s port on this host's kernel, bpf_smartt): base RTT 6 µs (idle),
+//!   smoothed RTT 140–170 µs with no queue at the port; the cap
+//!   1.5 × (1 Gbit/s × 6 µs) = 1,125 bytes held every flow at the kernel's
+//!   2-packet floor: port 71 %, CPU per GB 7× cubic's. With the cap lifted
+//!   (`max_wnd_bdp_q16` = 64) the port ran at 99.5 %: the cap from the idle
+//!   RTT was the cause. The target RTT, QuickAdapt's delay threshold,
+//!   FastIncrease's "RTT ≈ base" and the MD spacing stay on the base RTT as
+//!   in the paper: moving the target with the estimate let a queue that
+//!   built within a round raise the target and the queue with it (tried:
+//!   277–320 kB of queue, 1.6 ms RTT); with the target on the base RTT the
+//!   ECN × delay cases still bound the queue (ECN marks + RTT above target
+//!   = MD). `host_delay_gain_q16 = 0` gives the paper's base-RTT sizing.
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, mul_sat, ratio_q16, sat_u32, ONE, SHIFT};
+use super::host::HostDelay;
 use super::params::{check, NetConfig, ParamError};
 use super::window::Window;
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
@@ -92,6 +109,9 @@ pub struct Params {
     /// Increases are applied once per this many MTUs of acked bytes, at most
     /// once per quarter window (8, §III-G; 1 = per ACK).
     pub increase_batch_pkts: u32,
+    /// Gain per round of the host-delay estimate (0.25; 0:
+    /// off, sizes from the base RTT as the paper). See [`super::host`].
+    pub host_delay_gain_q16: u32,
 }
 
 impl Params {
@@ -116,6 +136,7 @@ impl Params {
                 max_wnd_bdp_q16: ONE * 3 / 2,
                 init_bdp_q16: ONE,
                 increase_batch_pkts: 8,
+                host_delay_gain_q16: super::host::DEFAULT_GAIN_Q16,
             }
         }
     }
@@ -138,6 +159,7 @@ impl Params {
         check("max_wnd_bdp_q16", self.max_wnd_bdp_q16 as u64, ONE as u64 / 2, 64 * ONE as u64)?;
         check("init_bdp_q16", self.init_bdp_q16 as u64, 0, 4 * ONE as u64)?;
         check("increase_batch_pkts", self.increase_batch_pkts as u64, 1, 64)?;
+        check("host_delay_gain_q16", self.host_delay_gain_q16 as u64, 0, ONE as u64)?;
         Ok(())
     }
 }
@@ -161,6 +183,8 @@ pub struct Smartt {
     w: Window,
     base_rtt_ns: u32,
     avg_rtt_ns: u32,
+    /// Host delay (module doc).
+    host: HostDelay,
     /// QuickAdapt: end of the current measurement (0: not started), bytes
     /// acked in it, and whether a loss armed it.
     qa_end_ns: u64,
@@ -184,12 +208,11 @@ pub struct Smartt {
     last_md_ns: u64,
     /// Cached per-flow constants, refreshed at the end of every QuickAdapt
     /// measurement (once per target RTT, so a new base RTT or a tunable
-    /// written at run time reaches running flows within one): target RTT, the
-    /// "RTT ≈ base" bound of FastIncrease (ns), window cap (bytes), and
-    /// `mtu · a` in bytes (Q16), which fi and pi multiply into the increases
-    /// per RTT.
+    /// written at run time reaches running flows within one): target RTT
+    /// (ns), window cap (bytes), and `mtu · a` in bytes (Q16), which fi and
+    /// pi multiply into the increases per RTT. (FastIncrease's "RTT ≈ base"
+    /// bound is computed per ACK.)
     target_rtt_ns: u32,
-    fast_increase_rtt_ns: u32,
     max_wnd: u32,
     mtu_a_q16: u64,
 }
@@ -203,9 +226,8 @@ impl Smartt {
     fn refresh_flow_constants(&mut self, p: &Params) {
         let base = self.base_rtt(p) as u64;
         self.target_rtt_ns = sat_u32(base + p.target_qdelay_ns as u64);
-        let tol = core::cmp::max(mul_q16(base, p.fast_increase_tol_q16), 1_000);
-        self.fast_increase_rtt_ns = sat_u32(base + tol);
-        let bdp = bdp_bytes(p.rate_bytes_per_sec, base as u32);
+        // The window needs the pipe the ACK clock runs at (module doc).
+        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.pipe_rtt(p));
         self.max_wnd = sat_u32(core::cmp::max(mul_q16(bdp, p.max_wnd_bdp_q16), p.mtu as u64));
         // Scaling a = BDP / ref_BDP; constants in bytes per RTT = k · mtu · a.
         self.mtu_a_q16 = mul_div((p.mtu as u64) << SHIFT, bdp, p.ref_bdp_bytes as u64);
@@ -222,6 +244,17 @@ impl Smartt {
         } else {
             sat_u32(2 * p.target_qdelay_ns as u64)
         }
+    }
+
+    /// The pipe RTT: base RTT + the learned host delay (module doc).
+    #[inline]
+    fn pipe_rtt(&self, p: &Params) -> u32 {
+        self.base_rtt(p).saturating_add(self.host.ns())
+    }
+
+    /// The host delay estimate in ns (module doc).
+    pub fn host_delay_ns(&self) -> u32 {
+        self.host.ns()
     }
 
     /// True when the last ACK was ECN-marked with an RTT below target: the
@@ -273,7 +306,9 @@ impl Smartt {
     #[inline(always)]
     fn fast_increase(&mut self, p: &Params, q: &Step) -> bool {
         let Step { rtt, marked, acked, .. } = *q;
-        if !marked && rtt <= self.fast_increase_rtt_ns {
+        let base = self.base_rtt(p) as u64;
+        let near_base = base.saturating_add(core::cmp::max(mul_q16(base, p.fast_increase_tol_q16), 1_000));
+        if !marked && rtt as u64 <= near_base {
             self.clean_bytes = self.clean_bytes.saturating_add(acked);
             if self.clean_bytes > self.w.bytes() || self.fast_increase {
                 let inc = mul_sat(p.fast_increase_k as u64, p.mtu as u64) << SHIFT;
@@ -388,6 +423,7 @@ impl CongestionControl for Smartt {
             w: Window::new(sat_u32(cwnd), 0),
             base_rtt_ns: init.rtt_hint_ns,
             avg_rtt_ns: init.rtt_hint_ns,
+            host: HostDelay::new(),
             qa_end_ns: 0,
             qa_acked: 0,
             qa_cwnd: 0,
@@ -400,7 +436,6 @@ impl CongestionControl for Smartt {
             inc_gap_bytes: 0,
             last_md_ns: 0,
             target_rtt_ns: 0,
-            fast_increase_rtt_ns: 0,
             max_wnd: 0,
             mtu_a_q16: 0,
         };
@@ -417,6 +452,7 @@ impl CongestionControl for Smartt {
             // (A new minimum reaches the cached constants at the end of the
             // current QuickAdapt measurement, within one target RTT.)
             update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns);
+            self.host.sample(s.rtt_ns, self.base_rtt(p), p.host_delay_gain_q16);
             if self.avg_rtt_ns == 0 {
                 self.avg_rtt_ns = s.rtt_ns; // first sample seeds the average
             }
@@ -461,6 +497,7 @@ impl CongestionControl for Smartt {
                 self.drop_pending_increase();
                 self.qa_end_ns = 0;
                 self.qa_acked = 0;
+                self.host.restart_round();
                 self.clean_bytes = 0;
                 self.fast_increase = false;
             }
@@ -484,5 +521,5 @@ tunables!(Params {
     rate_bytes_per_sec: u64, mtu: u32, target_qdelay_ns: u32, gamma_q16: u32, max_md_q16: u32,
     fi_q16: u32, pi_q16: u32, ref_bdp_bytes: u32, avg_rtt_gain_q16: u32, fast_increase_k: u32,
     fast_increase_tol_q16: u32, qa_qdelay_ns: u32, qa_beta_q16: u32, qa_scaling_q16: u32,
-    max_wnd_bdp_q16: u32, init_bdp_q16: u32, increase_batch_pkts: u32,
+    max_wnd_bdp_q16: u32, init_bdp_q16: u32, increase_batch_pkts: u32, host_delay_gain_q16: u32,
 });

@@ -66,8 +66,23 @@
 //!   the kernel enforces it anyway).
 //! - Start: the window starts at one BDP of the handshake RTT (the paper's
 //!   flows start at line rate), without slow start.
+//! - **Host delay (real hosts; issue 28).** QuickAdapt's period is the
+//!   flow's *pipe* RTT, base RTT + the learned host delay ([`super::host`]),
+//!   not the base RTT alone. Evidence (bench/realspeed.sh, 4 flows into a
+//!   1 Gbit/s port on this host's kernel, bpf_uno): base RTT 6 µs (idle),
+//!   smoothed RTT 120–170 µs with no queue at the port; a 6 µs period saw
+//!   one ACK, "fewer than β·cwnd acked" held every period once the window
+//!   passed ~4 packets, and QA set the window to the bytes acked: every
+//!   flow at cwnd 2, the port at 72 %, the CPU saturated by 2-packet
+//!   windows (CPU per GB 6.9× cubic's). With QA off (`qa_beta_q16 = 0`) the
+//!   port ran at 99.3 %: QA's period was the cause. With the pipe RTT the
+//!   test means what the paper means — fewer bytes came back in one
+//!   unqueued RTT than half a window — on a host as in a NIC. In the
+//!   simulator the estimate is ~0 and nothing changes.
+//!   `host_delay_gain_q16 = 0` gives the paper's period.
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE, SHIFT};
+use super::host::HostDelay;
 use super::params::{check, NetConfig, ParamError};
 use super::window::Window;
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
@@ -121,6 +136,9 @@ pub struct Params {
     /// base RTT, as the reference code's; 0 (default): of the intra-DC RTT,
     /// the same queueing delay for every flow (see the module doc).
     pub queue_tol_own_rtt: u32,
+    /// Gain per round of the host-delay estimate (0.25; 0: off,
+    /// the paper's period of one base RTT). See [`super::host`].
+    pub host_delay_gain_q16: u32,
 }
 
 impl Params {
@@ -147,6 +165,7 @@ impl Params {
                 qa_vs_current: 0,
                 max_wnd_bdp_q16: 0,
                 queue_tol_own_rtt: 0,
+                host_delay_gain_q16: super::host::DEFAULT_GAIN_Q16,
             }
         }
     }
@@ -170,6 +189,7 @@ impl Params {
         check("qa_vs_current", self.qa_vs_current as u64, 0, 1)?;
         check("max_wnd_bdp_q16", self.max_wnd_bdp_q16 as u64, 0, 64 * ONE as u64)?;
         check("queue_tol_own_rtt", self.queue_tol_own_rtt as u64, 0, 1)?;
+        check("host_delay_gain_q16", self.host_delay_gain_q16 as u64, 0, ONE as u64)?;
         Ok(())
     }
 
@@ -188,10 +208,8 @@ pub struct Uno {
     last_rtt_ns: u32,
     /// α in bytes per RTT, Q16 (cached: changes only with the base RTT).
     ai_per_rtt_q16: u64,
-    /// `4K/(K+BDP)` for this flow, Q16 (cached likewise).
-    md_factor_q16: u32,
-    /// Largest window in bytes (`max_wnd_bdp` × BDP, cached likewise).
-    max_cwnd: u32,
+    /// The host delay (QuickAdapt's period; module doc).
+    host: HostDelay,
     /// E: EWMA of the per-epoch marked fraction, Q16.
     ecn_ewma_q16: u32,
     /// MD_scale, Q16: 1.0 after physical-queue congestion, ×0.3 per
@@ -209,8 +227,9 @@ pub struct Uno {
     qa_cwnd: u32,
     /// No QA and no MD before this time (one RTT after a QA).
     holdoff_until_ns: u64,
-    /// No second loss reaction before this time (one RTT after a loss cut).
-    loss_holdoff_until_ns: u64,
+    /// No second loss reaction before this time (one RTT after a loss cut),
+    /// in µs, wrapping like jiffies (0: none).
+    loss_holdoff_until_us: u32,
 }
 assert_fits_ca_priv!(Uno);
 
@@ -221,12 +240,29 @@ impl Uno {
         let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt(p));
         // α = ppm × BDP, in Q16 bytes.
         self.ai_per_rtt_q16 = mul_div(bdp << SHIFT, p.ai_bdp_ppm as u64, 1_000_000);
-        self.md_factor_q16 = p.md_factor_q16(bdp);
-        self.max_cwnd = if p.max_wnd_bdp_q16 == 0 {
+    }
+
+    /// `4K/(K+BDP)` for this flow, Q16 (once per congested epoch or loss).
+    fn md_factor_q16(&self, p: &Params) -> u32 {
+        p.md_factor_q16(bdp_bytes(p.rate_bytes_per_sec, self.base_rtt(p)))
+    }
+
+    /// Largest window in bytes (`max_wnd_bdp` × BDP; none by default).
+    #[inline(always)]
+    fn max_cwnd(&self, p: &Params) -> u32 {
+        if p.max_wnd_bdp_q16 == 0 {
             super::MAX_CWND_BYTES
         } else {
+            let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt(p));
             sat_u32(core::cmp::max(mul_q16(bdp, p.max_wnd_bdp_q16), 2 * p.mtu as u64))
-        };
+        }
+    }
+
+    /// One RTT sample (the last one and the host-delay estimate).
+    #[inline(always)]
+    fn rtt_sample(&mut self, p: &Params, rtt_ns: u32) {
+        self.last_rtt_ns = rtt_ns;
+        self.host.sample(rtt_ns, self.base_rtt(p), p.host_delay_gain_q16);
     }
 
     /// The base RTT, or until the first RTT sample the intra-DC RTT (the
@@ -266,7 +302,7 @@ impl Uno {
         if self.epoch_marked > 0 && draining {
             // aimd_phantom: the marks are falling, the queue drains: one AI
             // step for the epoch's bytes instead of a cut.
-            self.w.ai(self.ai_per_rtt_q16, self.epoch_acked, self.max_cwnd);
+            self.w.ai(self.ai_per_rtt_q16, self.epoch_acked, self.max_cwnd(p));
         } else if self.epoch_marked > 0 && now >= self.holdoff_until_ns {
             if self.no_physical_queue(p) {
                 // Congestion in phantom queues only: gentle reduction.
@@ -275,7 +311,7 @@ impl Uno {
             } else {
                 self.md_scale_q16 = ONE;
             }
-            let md_ecn = mul_q16(self.ecn_ewma_q16 as u64, self.md_factor_q16);
+            let md_ecn = mul_q16(self.ecn_ewma_q16 as u64, self.md_factor_q16(p));
             let md = sat_u32(mul_q16(md_ecn, self.md_scale_q16));
             self.w.md(core::cmp::min(md, p.max_md_q16), p.mtu);
             self.w.exit_slow_start();
@@ -308,8 +344,15 @@ impl Uno {
         self.qa_end_ns = now.saturating_add(self.qa_period(p));
     }
 
+    /// QuickAdapt's period: the pipe RTT (base + host delay) × `qa_period`.
     fn qa_period(&self, p: &Params) -> u64 {
-        core::cmp::max(mul_q16(self.base_rtt(p) as u64, p.qa_period_q16), 1)
+        let pipe = (self.base_rtt(p) as u64).saturating_add(self.host.ns() as u64);
+        core::cmp::max(mul_q16(pipe, p.qa_period_q16), 1)
+    }
+
+    /// The host delay estimate in ns (module doc).
+    pub fn host_delay_ns(&self) -> u32 {
+        self.host.ns()
     }
 
     /// The complete ACK processing; [`CongestionControl::on_ack`] takes a
@@ -319,7 +362,7 @@ impl Uno {
     pub fn on_ack_full(&mut self, p: &Params, s: &AckSample) {
         let now = s.now_ns;
         if s.rtt_ns != 0 {
-            self.last_rtt_ns = s.rtt_ns;
+            self.rtt_sample(p, s.rtt_ns);
             if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
                 self.refresh_flow_constants(p);
             }
@@ -332,10 +375,10 @@ impl Uno {
             if marked > 0 {
                 self.w.exit_slow_start();
             } else {
-                self.w.slow_start(s.acked_bytes, self.max_cwnd);
+                self.w.slow_start(s.acked_bytes, self.max_cwnd(p));
             }
         } else if marked < s.acked_bytes && !s.app_limited {
-            self.w.ai(self.ai_per_rtt_q16, s.acked_bytes - marked, self.max_cwnd);
+            self.w.ai(self.ai_per_rtt_q16, s.acked_bytes - marked, self.max_cwnd(p));
         }
 
         // ONEPOCH.
@@ -391,8 +434,7 @@ impl CongestionControl for Uno {
             base_rtt_ns: init.rtt_hint_ns,
             last_rtt_ns: init.rtt_hint_ns,
             ai_per_rtt_q16: 0,
-            md_factor_q16: 0,
-            max_cwnd: super::MAX_CWND_BYTES,
+            host: HostDelay::new(),
             ecn_ewma_q16: 0,
             md_scale_q16: ONE,
             epoch_acked: 0,
@@ -402,7 +444,7 @@ impl CongestionControl for Uno {
             qa_acked: 0,
             qa_cwnd: 0,
             holdoff_until_ns: 0,
-            loss_holdoff_until_ns: 0,
+            loss_holdoff_until_us: 0,
         };
         s.refresh_flow_constants(p);
         s
@@ -418,8 +460,8 @@ impl CongestionControl for Uno {
         if slow || self.w.in_slow_start() || s.send_time_ns >= self.epoch_end_ns || s.now_ns >= self.qa_end_ns {
             return self.on_ack_full(p, s);
         }
-        self.last_rtt_ns = s.rtt_ns;
-        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, self.max_cwnd);
+        self.rtt_sample(p, s.rtt_ns);
+        self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, self.max_cwnd(p));
         self.epoch_acked = self.epoch_acked.saturating_add(s.acked_bytes);
         self.qa_acked = self.qa_acked.saturating_add(s.acked_bytes);
     }
@@ -427,21 +469,27 @@ impl CongestionControl for Uno {
     fn on_event(&mut self, p: &Params, e: Event, now: u64) {
         match e {
             Event::Loss { .. } => {
-                if now >= self.loss_holdoff_until_ns {
-                    self.w.md(core::cmp::min(self.md_factor_q16, p.max_md_q16), p.mtu);
+                // µs since boot, wrapping at 2^32 (71 min); a holdoff is one
+                // RTT, far shorter than half the wrap.
+                let now_us = (now / 1000) as u32;
+                let until = self.loss_holdoff_until_us;
+                if until == 0 || (now_us.wrapping_sub(until) as i32) >= 0 {
+                    self.w.md(core::cmp::min(self.md_factor_q16(p), p.max_md_q16), p.mtu);
                     self.w.exit_slow_start();
-                    let rtt = core::cmp::max(self.last_rtt_ns, self.base_rtt(p)) as u64;
-                    self.loss_holdoff_until_ns = now.saturating_add(rtt);
+                    let rtt_us = (core::cmp::max(self.last_rtt_ns, self.base_rtt(p)) / 1000).max(1);
+                    self.loss_holdoff_until_us = core::cmp::max(now_us.wrapping_add(rtt_us), 1);
                 }
             }
             Event::Rto => {
                 self.w.rto(p.mtu);
                 self.epoch_end_ns = 0;
                 self.qa_end_ns = 0;
+                self.host.restart_round();
             }
             Event::IdleRestart => {
                 self.epoch_end_ns = 0;
                 self.qa_end_ns = 0;
+                self.host.restart_round();
                 self.epoch_acked = 0;
                 self.epoch_marked = 0;
             }
@@ -463,5 +511,5 @@ tunables!(Params {
     ecn_ewma_gain_q16: u32, phantom_md_scale_q16: u32, queue_delay_tol_q16: u32,
     qa_beta_q16: u32, qa_scale_q16: u32, qa_period_q16: u32, max_md_q16: u32, init_bdp_q16: u32,
     cumulative_gentle_md: u32, aimd_phantom: u32, qa_vs_current: u32, max_wnd_bdp_q16: u32,
-    queue_tol_own_rtt: u32,
+    queue_tol_own_rtt: u32, host_delay_gain_q16: u32,
 });

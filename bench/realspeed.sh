@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Real-speed long flows on this host's own kernel: the BPF CCs beside the
+# kernel's cubic and bbr, as an operator would run them (issue 28's setup).
+#
+#   s1 ─┐
+#       ├─ r ── port p0 (HTB RATE, FIFO of BUFFER) ── d
+#   s2 ─┘
+# Two senders run FLOWS/2 iperf3 streams each into d; the router's port to d
+# is the only bottleneck. The xdcc eBPF markers sit on that port as each
+# CC's paper configures its switch (the host kernel has no sch_red):
+#   bpf_uno     phantom queue draining at 90 %, marking 20-80 % of its size
+#               (switch profile dc-uno-phantom)
+#   bpf_gemini  step marking at K = 75 kB/Gbit/s on a virtual queue that
+#               drains at the port's rate (a mirror of the port's queue)
+#   bpf_smartt  RED-like 20-80 % of the buffer on that mirror
+#   bpf_dctcp   step marking at K = 65 packets/Gbit/s on the mirror (if built)
+#   bpf_oscar, cubic, bbr   no marking (OSCAR is delay-based)
+# Each CC is told the network (net_link_rate_mbps = RATE, net_intra_rtt_us =
+# the base RTT measured by ping through the idle path).
+#
+# Prints one line per CC: port utilization (from the port's byte counter),
+# mean/p99 of the senders' smoothed RTT samples (ss, every 100 ms), mean and
+# p99 port queue (tc backlog), drops, Jain's index of the streams'
+# throughputs, sender CPU s/GB; and ratios to cubic for throughput and CPU.
+#   bench/realspeed.sh [--rate-mbit R] [--secs S] [--flows N] [--cc a,b,..]
+#                      [--set cc:knob=value ...] [--no-marker] [--trace DIR]
+# --set applies a tunable after the defaults (repeatable), --trace keeps
+# per-100 ms samples of ss -tin and xdcc flows per CC in DIR.
+# Root. Numbers, not assertions.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+rate=1000 secs=6 flows=4 ccs="" marker=1 trace="" sets=()
+while (($#)); do
+    case $1 in
+        --rate-mbit) rate=$2; shift 2 ;;
+        --secs) secs=$2; shift 2 ;;
+        --flows) flows=$2; shift 2 ;;
+        --cc) ccs=${2//,/ }; shift 2 ;;
+        --set) sets+=("$2"); shift 2 ;;
+        --no-marker) marker=0; shift ;;
+        --trace) trace=$2; shift 2 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "bench/realspeed.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
+    esac
+done
+[[ $rate =~ ^[0-9]+$ && $rate -ge 10 ]] || { echo "bench/realspeed.sh: --rate-mbit must be an integer >= 10" >&2; exit 2; }
+[[ $secs =~ ^[0-9]+$ && $secs -ge 2 ]] || { echo "bench/realspeed.sh: --secs must be an integer >= 2" >&2; exit 2; }
+[[ $flows =~ ^[0-9]+$ && $flows -ge 2 && $((flows % 2)) == 0 ]] || { echo "bench/realspeed.sh: --flows must be an even integer >= 2" >&2; exit 2; }
+[[ $(id -u) == 0 ]] || { echo "bench/realspeed.sh: needs root (network namespaces, BPF)" >&2; exit 2; }
+for t in iperf3 jq tc ping; do command -v $t >/dev/null || { echo "bench/realspeed.sh: needs $t" >&2; exit 2; }; done
+X=${XDCC_BIN:-$root/target/release/xdcc}
+[[ -x $X ]] || (cd "$root" && cargo build --release --locked -q -p xdcc)
+[[ -z $trace ]] || mkdir -p "$trace"
+
+tag=$$ ns=(s1 s2 r d)
+N() { echo "xr$1-$tag"; }
+loaded=() pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for n in "${ns[@]}"; do ip netns del "$(N $n)" 2>/dev/null || true; done
+    for c in "${loaded[@]}"; do "$X" cc unload "$c" --bpf >/dev/null 2>&1 || true; done
+}
+trap cleanup EXIT
+for n in "${ns[@]}"; do
+    ip netns add "$(N $n)"
+    ip -n "$(N $n)" link set lo up
+    ip netns exec "$(N $n)" sysctl -qw net.ipv4.tcp_ecn=1
+done
+ip netns exec "$(N r)" sysctl -qw net.ipv4.ip_forward=1
+link() { # link NS1 IF1 NS2 IF2 SUBNET
+    ip link add "$2" netns "$(N $1)" type veth peer "$4" netns "$(N $3)"
+    ip -n "$(N $1)" addr add "10.77.$5.1/24" dev "$2"
+    ip -n "$(N $3)" addr add "10.77.$5.2/24" dev "$4"
+    ip -n "$(N $1)" link set "$2" up
+    ip -n "$(N $3)" link set "$4" up
+}
+link s1 e0 r a1 1
+link s2 e0 r a2 2
+link d e0 r p0 3
+ip -n "$(N s1)" route add default via 10.77.1.2
+ip -n "$(N s2)" route add default via 10.77.2.2
+ip -n "$(N d)" route add default via 10.77.3.2
+# The port: HTB at the line rate over a FIFO of 450 packets per Gbit/s (the
+# switch profiles' buffer; 675 kB at 1 Gbit/s).
+buf_pkts=$((rate * 450 / 1000)); ((buf_pkts >= 64)) || buf_pkts=64
+tc -n "$(N r)" qdisc add dev p0 root handle 1: htb default 1
+tc -n "$(N r)" class add dev p0 parent 1: classid 1:1 htb rate "${rate}mbit" ceil "${rate}mbit" burst 64k cburst 64k
+tc -n "$(N r)" qdisc add dev p0 parent 1:1 handle 10: bfifo limit $((buf_pkts * 1500))
+base_rtt_us=$(ip netns exec "$(N s1)" ping -c 20 -i 0.01 -q 10.77.3.1 | awk -F/ '/^rtt/{printf "%d", $5 * 1000}')
+((base_rtt_us >= 1)) || base_rtt_us=1
+
+known=$("$X" cc known | awk '{print $1}')
+[[ -n $ccs ]] || ccs="cubic bbr $(for c in $known; do echo -n "bpf_$c "; done)"
+for cc in $ccs; do
+    c=${cc#bpf_}
+    [[ $cc == bpf_* ]] || continue
+    grep -qw "$c" <<<"$known" || { echo "bench/realspeed.sh: unknown CC $cc (xdcc cc known)" >&2; exit 2; }
+    if ! grep -qw "$cc" /proc/sys/net/ipv4/tcp_available_congestion_control; then
+        "$X" cc load "$c" --bpf >/dev/null
+        loaded+=("$c")
+    fi
+    "$X" tunable set "$cc" net_link_rate_mbps "$rate" >/dev/null
+    "$X" tunable set "$cc" net_intra_rtt_us "$base_rtt_us" >/dev/null
+    "$X" tunable preset "$cc" paper >/dev/null 2>&1 || true
+done
+for s in "${sets[@]}"; do
+    cc=${s%%:*} kv=${s#*:}
+    "$X" tunable set "$cc" "${kv%%=*}" "${kv#*=}" >/dev/null
+done
+
+per=$((flows / 2))
+ip netns exec "$(N d)" iperf3 -s -D -p 5301
+ip netns exec "$(N d)" iperf3 -s -D -p 5302
+sleep 0.5
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
+hz=$(getconf CLK_TCK)
+port_bytes() { tc -s -n "$(N r)" qdisc show dev p0 | awk '/^qdisc htb/{f=1} f&&/Sent/{print $2; exit}'; }
+port_drops() { tc -s -n "$(N r)" qdisc show dev p0 | awk '/^qdisc bfifo/{f=1} f&&/dropped/{gsub(",","",$7); print $7; exit}'; }
+backlog() { tc -s -n "$(N r)" qdisc show dev p0 | awk '/^qdisc bfifo/{f=1} f&&/backlog/{print $2; exit}'; }
+to_bytes() { awk '{v=$1; if (v ~ /Kb$/) {sub("Kb","",v); v*=1024} else if (v ~ /Mb$/) {sub("Mb","",v); v*=1048576} else sub("b","",v); printf "%d\n", v}'; }
+
+run_marker() { # CC: the marker this CC's paper puts on the port
+    local m=() size=$((buf_pkts * 1500))
+    case $1 in
+        bpf_uno) m=(mark-phantom --iface p0 --profile dc-uno-phantom --rate-mbit "$rate") ;;
+        bpf_gemini) local k=$((rate * 75)); m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes $((k * 10)) --kmin-pct 10 --kmax-pct 10) ;;
+        bpf_smartt) m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes "$size" --kmin-pct 20 --kmax-pct 80) ;;
+        bpf_dctcp) local k=$((rate * 65 * 1500 / 1000)); m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes $((k * 10)) --kmin-pct 10 --kmax-pct 10) ;;
+        *) return 0 ;;
+    esac
+    ((marker)) || return 0
+    ip netns exec "$(N r)" "$X" "${m[@]}" --duration $((secs + 1)) >"$work/marker.out" 2>&1 &
+    mpid=$!; pids+=("$mpid")
+    sleep 0.3
+}
+
+work=$(mktemp -d /tmp/xdcc-realspeed.XXXXXX)
+declare -A res
+for cc in $ccs; do
+    for n in s1 s2 d; do ip netns exec "$(N $n)" sysctl -qw net.ipv4.tcp_congestion_control="$cc" 2>/dev/null || true; done
+    mpid=""; run_marker "$cc"
+    b0=$(busy) p0=$(port_bytes) d0=$(port_drops)
+    ip netns exec "$(N s1)" iperf3 -c 10.77.3.1 -p 5301 -P "$per" -t "$secs" -C "$cc" -J >"$work/s1.json" &
+    c1=$!
+    ip netns exec "$(N s2)" iperf3 -c 10.77.3.1 -p 5302 -P "$per" -t "$secs" -C "$cc" -J >"$work/s2.json" &
+    c2=$!
+    : >"$work/rtt" ; : >"$work/q"; w0=""
+    # Samples from the second half of the run (steady state).
+    t_end=$(( $(date +%s%N) + secs * 1000000000 )); t_half=$(( $(date +%s%N) + secs * 500000000 ))
+    while kill -0 $c1 2>/dev/null; do
+        now=$(date +%s%N)
+        if ((now > t_half && now < t_end - 300000000)); then
+            [[ -n $w0 ]] || { w0=$now; pb0=$(port_bytes); }
+            w1=$now; pb1=$(port_bytes)
+            for n in s1 s2; do
+                ip netns exec "$(N $n)" ss -tinH dst 10.77.3.1 | grep -o ' rtt:[0-9.]*' | cut -d: -f2 >>"$work/rtt" || true
+            done
+            backlog | to_bytes >>"$work/q"
+            if [[ -n $trace ]]; then
+                { date +%s.%N; ip netns exec "$(N s1)" ss -tinH dst 10.77.3.1; } >>"$trace/$cc.ss"
+                [[ $cc != bpf_* ]] || { ip netns exec "$(N s1)" "$X" --socket "$work/none.sock" flows -j 2>/dev/null | jq -c '.[]' >>"$trace/$cc.flows" || true; }
+            fi
+        fi
+        sleep 0.1
+    done
+    wait $c1 $c2 || true
+    b1=$(busy) p1=$(port_bytes) d1=$(port_drops)
+    [[ -z $mpid ]] || wait "$mpid" || true
+    [[ -z $trace || ! -s $work/marker.out ]] || cp "$work/marker.out" "$trace/$cc.marker"
+    res[$cc]=$(python3 - "$work" "$rate" "$secs" "$((pb1 - pb0))" "$((w1 - w0))" "$((d1 - d0))" "$(( b1 - b0 ))" "$hz" <<'EOF'
+import json, sys, statistics as st
+work, rate, secs, port, span_ns, drops, busy, hz = sys.argv[1], *map(int, sys.argv[2:])
+streams, retx = [], 0
+for s in ("s1", "s2"):
+    j = json.load(open(f"{work}/{s}.json"))
+    for x in j["end"]["streams"]:
+        streams.append(x["receiver"]["bits_per_second"])
+        retx += x["sender"].get("retransmits", 0)
+util = port * 8 / (rate * 1e6 * span_ns / 1e9) * 100  # over the sampled second half
+rtt = sorted(float(v) for v in open(f"{work}/rtt") if v.strip())
+q = sorted(int(v) for v in open(f"{work}/q") if v.strip())
+p = lambda a, f: a[min(len(a) - 1, int(f * len(a)))] if a else float("nan")
+jain = sum(streams) ** 2 / (len(streams) * sum(x * x for x in streams)) if streams else 0
+gb = sum(streams) * secs / 8 / 1e9
+print(f"{util:.1f} {st.mean(rtt) if rtt else float('nan'):.3f} {p(rtt, .99):.3f} {(st.mean(q) if q else 0) / 1000:.1f} "
+      f"{p(q, .99) / 1000:.1f} {drops} {retx} {jain:.3f} {busy / hz / max(gb, 1e-9):.2f} {sum(streams) / 1e6:.0f}")
+EOF
+)
+done
+ip netns exec "$(N d)" pkill -f "iperf3 -s -D -p 530" 2>/dev/null || true
+
+echo "real speed: $flows flows (2 senders) -> 1 port, HTB ${rate} Mbit/s, FIFO $buf_pkts packets, base RTT ${base_rtt_us} us (ping), ${secs} s per CC, marker $( ((marker)) && echo on || echo off ), kernel $(uname -r), $(nproc) CPUs"
+printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %8s %9s %9s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain CPUs/GB "tput/cub" "CPU/cub"
+read -r _ _ _ _ _ _ _ _ cub_cpu cub_tput <<<"${res[cubic]:-0 0 0 0 0 0 0 0 0 0}"
+for cc in $ccs; do
+    read -r u r r99 q q99 dr rx j cpu tput <<<"${res[$cc]}"
+    python3 -c "
+import sys
+cc,u,r,r99,q,q99,dr,rx,j,cpu,tput,cc0,cp0 = sys.argv[1:]
+rt = f'{float(tput)/float(cc0):.2f}' if float(cc0) else '-'
+rc = f'{float(cpu)/float(cp0):.2f}' if float(cp0) else '-'
+print(f'{cc:<11} {float(u):6.1f} {float(r):9.3f} {float(r99):9.3f} {float(q):8.1f} {float(q99):8.1f} {dr:>6} {rx:>6} {float(j):6.3f} {float(cpu):8.2f} {rt:>9} {rc:>9}')
+" "$cc" "$u" "$r" "$r99" "$q" "$q99" "$dr" "$rx" "$j" "$cpu" "$tput" "$cub_tput" "$cub_cpu"
+done
+rm -rf "$work"
