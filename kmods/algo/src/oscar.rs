@@ -50,8 +50,37 @@
 //!   RTT_base` per flow would give inter-DC flows an 8–64× deeper target.
 //! - ε (delay equal to base RTT): `eps_q16 × RTT_base`, default 1/16, with a
 //!   1 µs floor (kernel RTT resolution).
+//! - **Host delay (real hosts; issue 28).** Where the paper says RTT_base —
+//!   the target delay `D_target = RTT_base + target_qdelay`, the window cap
+//!   `BDP_base`, the "delay = base" test of hyper increase, the estimator
+//!   period τ and the loss holdoff — this uses the flow's *pipe* RTT, base
+//!   RTT + the learned host delay ([`super::host`]). OSCAR's samples are
+//!   whole RTTs; on a real host they hold the end hosts' delay, which the
+//!   paper's NIC timestamps exclude. Evidence (bench/realspeed.sh, 4 flows
+//!   into a 1 Gbit/s port on this host's kernel, bpf_oscar): base RTT 6 µs
+//!   (idle), smoothed RTT 75–200 µs with no queue at the port. τ = 3 µs
+//!   while consecutive ACKs were ~50 µs apart, so every sample found its
+//!   batch older than 4τ and restarted it: the estimator never produced an
+//!   estimate, and the window stayed at the base-BDP cap of 750 bytes (the
+//!   kernel's 2-packet floor): port 61–73 %. With `bdp_floor = 1` and
+//!   `target_qdelay_ns = 200 µs` (a target that covers the host delay) the
+//!   port ran at 99.9 %, Jain 0.999. The pipe RTT alone was not enough: at
+//!   a 2-packet window every packet is its own skb, the CPU saturates
+//!   (CPU per GB 7–8× cubic's) and delays *every* packet alike, which the
+//!   host-delay model cannot tell from a switch queue (it read 4–7 µs), so
+//!   the delay loop kept decelerating (45–58 %). Hence also:
+//! - **Window floor of 10 packets** (`min_wnd_pkts`, Linux's initial
+//!   window; the paper's floor is one MTU). OSCAR's rate is set by its
+//!   pacing; the window is only a cap, and a cap of 2 packets makes the
+//!   host, not the port, the bottleneck. With 10 packets the kernel sends
+//!   multi-packet skbs, the host delay turns bursty again (learned: 150–250
+//!   µs) and the same run gives port 98.8 %, Jain 1.000, RTT 0.19 ms, queue
+//!   28 kB (counterfactual before the floor existed: `mtu = 9000`, i.e. a
+//!   12-packet floor, 99.1 %). `host_delay_gain_q16 = 0` and
+//!   `min_wnd_pkts = 2` give the paper's sizing.
 
 use super::fixed::{bdp_bytes, div_i64, mul_div, mul_sat, mul_sat_i64, mul_q16, ratio_q16, sat_u32, slope_q16, ONE, NSEC_PER_SEC};
+use super::host::HostDelay;
 use super::params::{check, NetConfig, ParamError};
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
 
@@ -86,6 +115,12 @@ pub struct Params {
     /// not set the window above the base BDP"); 1: it is a *floor*
     /// (Algorithm 2 line 12 as printed, `max(u·D_target·μ, BDP_base)`).
     pub bdp_floor: u32,
+    /// Gain of the host-delay estimate (0.25; 0: off, the paper's RTT_base
+    /// everywhere). See [`super::host`].
+    pub host_delay_gain_q16: u32,
+    /// Smallest window in packets (10, Linux's initial window; the paper's
+    /// is 1 MTU, the kernel's 2). See the module doc, "Host delay".
+    pub min_wnd_pkts: u32,
 }
 
 impl Params {
@@ -103,6 +138,8 @@ impl Params {
                 u_min_q16: ONE / 1024,
                 u_max_q16: 2 * ONE,
                 bdp_floor: 0,
+                host_delay_gain_q16: super::host::DEFAULT_GAIN_Q16,
+                min_wnd_pkts: 10,
             }
         }
     }
@@ -118,6 +155,8 @@ impl Params {
         check("u_min_q16", self.u_min_q16 as u64, 1, ONE as u64)?;
         check("u_max_q16", self.u_max_q16 as u64, self.u_min_q16 as u64, 16 * ONE as u64)?;
         check("bdp_floor", self.bdp_floor as u64, 0, 1)?;
+        check("host_delay_gain_q16", self.host_delay_gain_q16 as u64, 0, ONE as u64)?;
+        check("min_wnd_pkts", self.min_wnd_pkts as u64, 2, 1000)?;
         Ok(())
     }
 }
@@ -294,13 +333,13 @@ pub struct Oscar {
     u_q16: u32,
     /// Window in bytes (output).
     cwnd: u32,
-    /// Estimator period τ in ns, refreshed with the outputs (so after each
-    /// batch: a new `tau_q16` reaches running flows within one batch).
-    tau_ns: u32,
+    /// The host delay (module doc).
+    host: HostDelay,
     /// Pacing rate `u·μ` in bytes/s (output).
     rate_bytes_per_sec: u64,
-    /// No second loss reaction before this time.
-    loss_holdoff_until_ns: u64,
+    /// No second loss reaction before this time, µs wrapping like jiffies
+    /// (0: none).
+    loss_holdoff_until_us: u32,
 }
 assert_fits_ca_priv!(Oscar);
 
@@ -314,7 +353,18 @@ impl Oscar {
     }
 
     fn d_target_ns(&self, p: &Params) -> u64 {
-        (self.base_rtt_ns as u64).saturating_add(p.target_qdelay_ns as u64)
+        (self.pipe_rtt_ns() as u64).saturating_add(p.target_qdelay_ns as u64)
+    }
+
+    /// The pipe RTT: base RTT + the learned host delay (module doc).
+    #[inline]
+    fn pipe_rtt_ns(&self) -> u32 {
+        self.base_rtt_ns.saturating_add(self.host.ns())
+    }
+
+    /// The host delay estimate in ns (module doc).
+    pub fn host_delay_ns(&self) -> u32 {
+        self.host.ns()
     }
 
     #[cfg_attr(not(xdcc_bpf), inline(never))]
@@ -324,19 +374,18 @@ impl Oscar {
         self.u_q16 = core::cmp::max(core::cmp::min(self.u_q16, p.u_max_q16), p.u_min_q16);
         let target_window = bdp_bytes(p.rate_bytes_per_sec, sat_u32(self.d_target_ns(p)));
         let w = mul_q16(target_window, self.u_q16);
-        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns);
+        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.pipe_rtt_ns());
         let w = if p.bdp_floor != 0 { core::cmp::max(w, bdp) } else { core::cmp::min(w, bdp) };
-        let w = core::cmp::max(w, 2 * p.mtu as u64); // u32 → u64: cannot overflow
+        let w = core::cmp::max(w, mul_sat(p.min_wnd_pkts as u64, p.mtu as u64));
         self.cwnd = sat_u32(core::cmp::min(w, super::MAX_CWND_BYTES as u64));
         self.rate_bytes_per_sec = core::cmp::max(mul_q16(p.rate_bytes_per_sec, self.u_q16), 1);
-        self.tau_ns = sat_u32(self.tau_ns(p));
     }
 
     /// Algorithm 2, lines 4–13, on one estimate.
     #[cfg_attr(not(xdcc_bpf), inline(never))]
     #[cfg_attr(xdcc_bpf, inline(always))]
     fn control(&mut self, p: &Params, e: &Estimate) {
-        let base = self.base_rtt_ns as u64;
+        let base = self.pipe_rtt_ns() as u64;
         let eps = core::cmp::max(mul_q16(base, p.eps_q16), 1_000);
         if (e.delay_ns as u64) <= base.saturating_add(eps) {
             self.u_q16 = self.u_q16.saturating_add(p.u_hai_q16); // hyper increase
@@ -360,7 +409,7 @@ impl Oscar {
     }
 
     fn tau_ns(&self, p: &Params) -> u64 {
-        core::cmp::max(mul_q16(self.base_rtt_ns as u64, p.tau_q16), 1)
+        core::cmp::max(mul_q16(self.pipe_rtt_ns() as u64, p.tau_q16), 1)
     }
 }
 
@@ -374,9 +423,9 @@ impl CongestionControl for Oscar {
             base_rtt_ns: init.rtt_hint_ns,
             u_q16: ONE, // "OSCAR starts at line rate (u = 1)"
             cwnd: 0,
-            tau_ns: 0,
+            host: HostDelay::new(),
             rate_bytes_per_sec: 0,
-            loss_holdoff_until_ns: 0,
+            loss_holdoff_until_us: 0,
         };
         s.set_outputs(p);
         s
@@ -389,8 +438,9 @@ impl CongestionControl for Oscar {
         if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
             self.set_outputs(p);
         }
+        self.host.sample(s.rtt_ns, p.host_delay_gain_q16);
         let send = if s.send_time_ns != 0 { s.send_time_ns } else { s.now_ns.saturating_sub(s.rtt_ns as u64) };
-        let tau = self.tau_ns as u64;
+        let tau = self.tau_ns(p);
         if s.inflight_at_send == 0 {
             return; // unknown in-flight-at-send: the ⟨delay, window⟩ loop cannot use it
         }
@@ -405,18 +455,27 @@ impl CongestionControl for Oscar {
     fn on_event(&mut self, p: &Params, e: Event, now: u64) {
         match e {
             Event::Loss { .. } => {
-                if now >= self.loss_holdoff_until_ns {
+                // µs since boot, wrapping at 2^32 (71 min); a holdoff is one
+                // RTT, far shorter than half the wrap.
+                let now_us = (now / 1000) as u32;
+                let until = self.loss_holdoff_until_us;
+                if until == 0 || (now_us.wrapping_sub(until) as i32) >= 0 {
                     self.u_q16 /= 2;
                     self.set_outputs(p);
-                    self.loss_holdoff_until_ns = now.saturating_add(self.base_rtt_ns as u64);
+                    let rtt_us = core::cmp::max(self.pipe_rtt_ns() / 1000, 1);
+                    self.loss_holdoff_until_us = core::cmp::max(now_us.wrapping_add(rtt_us), 1);
                 }
             }
             Event::Rto => {
                 self.u_q16 /= 4;
                 self.set_outputs(p);
                 self.est.reset();
+                self.host.restart_round();
             }
-            Event::IdleRestart => self.est.reset(),
+            Event::IdleRestart => {
+                self.est.reset();
+                self.host.restart_round();
+            }
         }
     }
 
@@ -432,14 +491,15 @@ impl CongestionControl for Oscar {
     fn undo(&mut self) {}
     /// OSCAR's window is a cap; its pacing rate is what limits it.
     fn hold_cwnd(&mut self, _max_bytes: u32) {}
-    const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "u_q16", "rate_mbps", "est_samples"];
+    const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "u_q16", "rate_mbps", "host_delay_us"];
     fn info(&self) -> [u32; 4] {
         let mbps = sat_u32(self.rate_bytes_per_sec / 125_000);
-        [self.base_rtt_ns / 1000, self.u_q16, mbps, self.est.n]
+        [self.base_rtt_ns / 1000, self.u_q16, mbps, self.host.ns() / 1000]
     }
 }
 
 tunables!(Params {
     rate_bytes_per_sec: u64, mtu: u32, target_qdelay_ns: u32, tau_q16: u32, u_hai_q16: u32,
     u_ai_q16: u32, eps_q16: u32, u_min_q16: u32, u_max_q16: u32, bdp_floor: u32,
+    host_delay_gain_q16: u32, min_wnd_pkts: u32,
 });

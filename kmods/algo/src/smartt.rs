@@ -452,7 +452,7 @@ impl CongestionControl for Smartt {
             // (A new minimum reaches the cached constants at the end of the
             // current QuickAdapt measurement, within one target RTT.)
             update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns);
-            self.host.sample(s.rtt_ns, self.base_rtt(p), p.host_delay_gain_q16);
+            self.host.sample(s.rtt_ns, p.host_delay_gain_q16);
             if self.avg_rtt_ns == 0 {
                 self.avg_rtt_ns = s.rtt_ns; // first sample seeds the average
             }

@@ -262,7 +262,7 @@ impl Uno {
     #[inline(always)]
     fn rtt_sample(&mut self, p: &Params, rtt_ns: u32) {
         self.last_rtt_ns = rtt_ns;
-        self.host.sample(rtt_ns, self.base_rtt(p), p.host_delay_gain_q16);
+        self.host.sample(rtt_ns, p.host_delay_gain_q16);
     }
 
     /// The base RTT, or until the first RTT sample the intra-DC RTT (the
@@ -500,9 +500,9 @@ impl CongestionControl for Uno {
     fn ssthresh(&self) -> u32 {
         self.w.ssthresh
     }
-    const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "last_rtt_us", "ecn_ewma_q16", "md_scale_q16"];
+    const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "host_delay_us", "ecn_ewma_q16", "md_scale_q16"];
     fn info(&self) -> [u32; 4] {
-        [self.base_rtt_ns / 1000, self.last_rtt_ns / 1000, self.ecn_ewma_q16, self.md_scale_q16]
+        [self.base_rtt_ns / 1000, self.host.ns() / 1000, self.ecn_ewma_q16, self.md_scale_q16]
     }
 }
 
