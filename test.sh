@@ -5,7 +5,8 @@
 #                         programs); the BPF struct_ops CCs built and checked
 #                         for BPF-cleanliness (kmods/bpf/build.sh)
 #                      2. host namespace tests of the eBPF programs, agent
-#                         and CLI (userspace/tests/netns.sh, root)
+#                         and CLI (userspace/tests/netns.sh, root), and the
+#                         BPF CCs at real speed (userspace/tests/realspeed.sh)
 #                      3. the kernel modules (incl. their event-sequence
 #                         tests), the CLI and the switch profiles in the qemu VM
 #                         (builds the test kernel on first use: ~15 min)
@@ -46,6 +47,8 @@ fi
 if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
     echo "[test] eBPF telemetry, rerouting and the CLI in network namespaces (host kernel)" >&2
     userspace/tests/netns.sh
+    echo "[test] real speed on the host kernel: UnoCC, SMaRTT, OSCAR fill a 1 Gbit/s port, queue far below cubic's (userspace/tests/realspeed.sh, ~1 min)" >&2
+    userspace/tests/realspeed.sh
 fi
 
 if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then

@@ -24,12 +24,14 @@
 # throughputs, sender CPU s/GB; and ratios to cubic for throughput and CPU.
 #   bench/realspeed.sh [--rate-mbit R] [--secs S] [--flows N] [--cc a,b,..]
 #                      [--set cc:knob=value ...] [--no-marker] [--trace DIR]
+#                      [--json FILE]
 # --set applies a tunable after the defaults (repeatable), --trace keeps
-# per-100 ms samples of ss -tin and xdcc flows per CC in DIR.
+# per-100 ms samples of ss -tin and xdcc flows per CC in DIR, --json writes
+# the table as {cc: {util_pct, rtt_ms, ...}} (userspace/tests/realspeed.sh).
 # Root. Numbers, not assertions.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rate=1000 secs=6 flows=4 ccs="" marker=1 trace="" sets=()
+rate=1000 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=()
 while (($#)); do
     case $1 in
         --rate-mbit) rate=$2; shift 2 ;;
@@ -39,6 +41,7 @@ while (($#)); do
         --set) sets+=("$2"); shift 2 ;;
         --no-marker) marker=0; shift ;;
         --trace) trace=$2; shift 2 ;;
+        --json) json=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench/realspeed.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
     esac
@@ -202,4 +205,10 @@ rc = f'{float(cpu)/float(cp0):.2f}' if float(cp0) else '-'
 print(f'{cc:<11} {float(u):6.1f} {float(r):9.3f} {float(r99):9.3f} {float(q):8.1f} {float(q99):8.1f} {dr:>6} {rx:>6} {float(j):6.3f} {float(cpu):8.2f} {rt:>9} {rc:>9}')
 " "$cc" "$u" "$r" "$r99" "$q" "$q99" "$dr" "$rx" "$j" "$cpu" "$tput" "$cub_tput" "$cub_cpu"
 done
+if [[ -n $json ]]; then
+    for cc in $ccs; do echo "$cc ${res[$cc]}"; done | python3 -c '
+import json, sys
+keys = ["util_pct", "rtt_ms", "rtt_p99_ms", "queue_kB", "queue_p99_kB", "drops", "retx", "jain", "cpu_s_per_GB", "mbps"]
+print(json.dumps({l.split()[0]: dict(zip(keys, map(float, l.split()[1:]))) for l in sys.stdin}, indent=1))' >"$json"
+fi
 rm -rf "$work"
