@@ -66,9 +66,10 @@
 //!   the kernel enforces it anyway).
 //! - Start: the window starts at one BDP of the handshake RTT (the paper's
 //!   flows start at line rate), without slow start.
-//! - **Host delay (real hosts; issue 28).** QuickAdapt's period is the
-//!   flow's *pipe* RTT, base RTT + the learned host delay ([`super::host`]),
-//!   not the base RTT alone. Evidence (bench/realspeed.sh, 4 flows into a
+//! - **Host delay (real hosts; issue 28).** QuickAdapt's period and the
+//!   flow's BDP (α = 0.1 % of it, `4K/(K+BDP)`, the optional window cap) use
+//!   the flow's *pipe* RTT, base RTT + the learned host delay
+//!   ([`super::host`]), not the base RTT alone. Evidence (bench/realspeed.sh, 4 flows into a
 //!   1 Gbit/s port on this host's kernel, bpf_uno): base RTT 6 µs (idle),
 //!   smoothed RTT 120–170 µs with no queue at the port; a 6 µs period saw
 //!   one ACK, "fewer than β·cwnd acked" held every period once the window
@@ -237,14 +238,22 @@ impl Uno {
     #[cfg_attr(not(xdcc_bpf), inline(never))]
     #[cfg_attr(xdcc_bpf, inline(always))]
     fn refresh_flow_constants(&mut self, p: &Params) {
-        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt(p));
+        let bdp = self.pipe_bdp(p);
         // α = ppm × BDP, in Q16 bytes.
         self.ai_per_rtt_q16 = mul_div(bdp << SHIFT, p.ai_bdp_ppm as u64, 1_000_000);
     }
 
+    /// The flow's BDP: line rate × the pipe RTT (base RTT + host delay; the
+    /// base RTT alone where no host delay is measured, as in the paper).
+    #[inline]
+    fn pipe_bdp(&self, p: &Params) -> u64 {
+        let pipe = self.base_rtt(p).saturating_add(self.host.ns());
+        bdp_bytes(p.rate_bytes_per_sec, pipe)
+    }
+
     /// `4K/(K+BDP)` for this flow, Q16 (once per congested epoch or loss).
     fn md_factor_q16(&self, p: &Params) -> u32 {
-        p.md_factor_q16(bdp_bytes(p.rate_bytes_per_sec, self.base_rtt(p)))
+        p.md_factor_q16(self.pipe_bdp(p))
     }
 
     /// Largest window in bytes (`max_wnd_bdp` × BDP; none by default).
@@ -253,8 +262,7 @@ impl Uno {
         if p.max_wnd_bdp_q16 == 0 {
             super::MAX_CWND_BYTES
         } else {
-            let bdp = bdp_bytes(p.rate_bytes_per_sec, self.base_rtt(p));
-            sat_u32(core::cmp::max(mul_q16(bdp, p.max_wnd_bdp_q16), 2 * p.mtu as u64))
+            sat_u32(core::cmp::max(mul_q16(self.pipe_bdp(p), p.max_wnd_bdp_q16), 2 * p.mtu as u64))
         }
     }
 
@@ -342,6 +350,8 @@ impl Uno {
         self.qa_acked = 0;
         self.qa_cwnd = self.w.bytes();
         self.qa_end_ns = now.saturating_add(self.qa_period(p));
+        // The host delay moves the BDP: α follows once per period.
+        self.refresh_flow_constants(p);
     }
 
     /// QuickAdapt's period: the pipe RTT (base + host delay) × `qa_period`.
