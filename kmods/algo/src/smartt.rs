@@ -44,22 +44,28 @@
 //!   avoid executing divisions per-packet") and the UEC code does; 1 gives the
 //!   exact per-ACK form. QuickAdapt and an idle restart drop the increase
 //!   still pending; MD and losses leave it pending.
-//! - **Host delay (real hosts; issue 28).** The window cap `1.5 × BDP` and
-//!   the increase scaling `a = BDP / ref_BDP` use the BDP of the flow's
-//!   *pipe* RTT, base RTT + the learned host delay ([`super::host`]), not of
-//!   the base RTT alone. Evidence (bench/realspeed.sh, 4 flows into a
-//!   1 Gbit/s port on this host's kernel, bpf_smartt): base RTT 6 µs (idle),
-//!   smoothed RTT 140–170 µs with no queue at the port; the cap
-//!   1.5 × (1 Gbit/s × 6 µs) = 1,125 bytes held every flow at the kernel's
-//!   2-packet floor: port 71 %, CPU per GB 7× cubic's. With the cap lifted
-//!   (`max_wnd_bdp_q16` = 64) the port ran at 99.5 %: the cap from the idle
-//!   RTT was the cause. The target RTT, QuickAdapt's delay threshold,
-//!   FastIncrease's "RTT ≈ base" and the MD spacing stay on the base RTT as
-//!   in the paper: moving the target with the estimate let a queue that
-//!   built within a round raise the target and the queue with it (tried:
-//!   277–320 kB of queue, 1.6 ms RTT); with the target on the base RTT the
-//!   ECN × delay cases still bound the queue (ECN marks + RTT above target
-//!   = MD). `host_delay_gain_q16 = 0` gives the paper's base-RTT sizing.
+//! - **Host delay (real hosts; issue 28).** The window cap `1.5 × BDP`, the
+//!   increase scaling `a = BDP / ref_BDP` and QuickAdapt (its period, one
+//!   target RTT, and its delay threshold) use the flow's *pipe* RTT, base
+//!   RTT + the learned host delay ([`super::host`]), not the base RTT alone.
+//!   Evidence (bench/realspeed.sh, 4 flows into a 1 Gbit/s port on this
+//!   host's kernel, bpf_smartt): base RTT 6 µs (idle), smoothed RTT
+//!   140–170 µs with no queue at the port; the cap 1.5 × (1 Gbit/s × 6 µs)
+//!   = 1,125 bytes held every flow at the kernel's 2-packet floor: port
+//!   71 %, CPU per GB 7× cubic's. With the cap lifted (`max_wnd_bdp_q16` =
+//!   64) the port ran at 99.5 %: the cap from the idle RTT was the cause.
+//!   QuickAdapt: the simulator with end-host delay (scenario
+//!   realspeed-4to1) showed it measuring over 33 µs while ACKs came ~300 µs
+//!   apart and firing every period (45 % utilization whatever the cap); on
+//!   the host it rarely judged a period (large windows there are seldom
+//!   cwnd-limited) — the same flaw as UnoCC's. The target RTT of the
+//!   ECN × delay cases, FastIncrease's "RTT ≈ base" and the MD spacing stay
+//!   on the base RTT as in the paper: moving the target with the estimate
+//!   let a queue that built within a round raise the target and the queue
+//!   with it (tried: 277–320 kB of queue, 1.6 ms RTT); with the target on
+//!   the base RTT the ECN × delay cases still bound the queue (ECN marks +
+//!   RTT above target = MD). `host_delay_gain_q16 = 0` gives the paper's
+//!   base-RTT sizing.
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, mul_sat, ratio_q16, sat_u32, ONE, SHIFT};
 use super::host::HostDelay;
@@ -278,7 +284,8 @@ impl Smartt {
     #[cfg_attr(xdcc_bpf, inline(always))]
     fn quick_adapt_epoch_end(&mut self, p: &Params, q: &Step) -> bool {
         let Step { now, rtt, inflight, app_limited, .. } = *q;
-        let base_rtt = self.base_rtt(p) as u64;
+        // QuickAdapt judges one unqueued round trip of the real pipe.
+        let base_rtt = self.pipe_rtt(p) as u64;
         let mut adapted = false;
         // Without trimming: arm QA on high delay and few acked bytes.
         let cwnd = core::cmp::min(self.w.bytes(), self.qa_cwnd) as u64;
@@ -296,7 +303,8 @@ impl Smartt {
             self.drop_pending_increase();
             self.ignore_left = inflight;
         }
-        self.qa_end_ns = now.saturating_add(core::cmp::max(self.target_rtt_ns, 1) as u64);
+        let period = base_rtt.saturating_add(p.target_qdelay_ns as u64);
+        self.qa_end_ns = now.saturating_add(core::cmp::max(period, 1));
         self.qa_acked = 0;
         self.qa_cwnd = self.w.bytes();
         adapted

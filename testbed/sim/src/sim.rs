@@ -34,6 +34,9 @@
 //!   from the seed, a flow's packets staying in order. Simultaneous arrivals
 //!   at a queue are therefore ordered at random, not by which flow the
 //!   scenario lists first.
+//! - End hosts can delay ACKs (`host_delay_us`, default 0): each ACK an
+//!   extra exponential delay with that mean, a flow's ACKs in order — the
+//!   host delay of a loaded Linux host that the papers' NICs do not have.
 //! - Same seed, same scenario: the same result, bit for bit (ties between
 //!   events at the same nanosecond are broken by insertion order).
 
@@ -218,6 +221,8 @@ pub(crate) struct Flow {
     path: Vec<u16>,
     hop_delay_ns: u64,
     ack_delay_ns: u64,
+    /// When the flow's last ACK reaches it (host delay keeps ACKs in order).
+    last_ack_arrival_ns: u64,
     host_rate_bps: f64,
     pub rtt_ns: u64,
     pub start_ns: u64,
@@ -322,6 +327,8 @@ pub(crate) struct Sim {
     pub packets_sent: u64,
     window_pacing_gain: f64,
     jitter_ns: u64,
+    /// Mean end-host delay per ACK, ns (0: none).
+    host_delay_ns: f64,
     /// Flow whose every ACK is printed to stderr (`XDCC_SIM_TRACE=<index>`).
     trace: Option<usize>,
 }
@@ -424,6 +431,7 @@ impl Sim {
                     path: path.clone(),
                     hop_delay_ns: rtt / 2 / hops,
                     ack_delay_ns: rtt - rtt / 2 / hops * hops,
+                    last_ack_arrival_ns: 0,
                     host_rate_bps: host,
                     rtt_ns: rtt,
                     start_ns: start,
@@ -480,6 +488,7 @@ impl Sim {
             packets_sent: 0,
             window_pacing_gain: sc.window_pacing_gain,
             jitter_ns: sc.jitter_ns(),
+            host_delay_ns: sc.host_delay_us * 1e3,
             trace: std::env::var("XDCC_SIM_TRACE").ok().and_then(|v| v.parse().ok()),
         };
         for i in 0..sim.flows.len() {
@@ -511,8 +520,16 @@ impl Sim {
                 Ev::QueueArrive(q, p) => self.queue_arrive(q, p),
                 Ev::QueueDepart(q) => self.queue_depart(q),
                 Ev::RecvArrive(p) => {
-                    let d = self.flows[p.flow as usize].ack_delay_ns;
-                    self.at(self.now + d, Ev::AckArrive(p));
+                    let host = if self.host_delay_ns > 0.0 {
+                        // Exponential with the mean: −ln(U), U in (0, 1].
+                        (-(1.0 - self.rng.unit()).ln() * self.host_delay_ns) as u64
+                    } else {
+                        0
+                    };
+                    let f = &mut self.flows[p.flow as usize];
+                    let t = (self.now + f.ack_delay_ns + host).max(f.last_ack_arrival_ns);
+                    f.last_ack_arrival_ns = t;
+                    self.at(t, Ev::AckArrive(p));
                 }
                 Ev::AckArrive(p) => self.ack_arrive(p),
                 Ev::SenderWake(f) => {

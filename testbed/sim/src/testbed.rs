@@ -509,6 +509,7 @@ impl TestbedScenario {
             min_rto_us: LINUX_MIN_RTO_US,
             seed: 0,
             jitter_us: None,
+            host_delay_us: 0.0,
             // The modules pace at cwnd/srtt (`sk_pacing_rate`) after slow start.
             window_pacing_gain: 1.0,
             receive_window: Some(LINUX_RECEIVE_WINDOW),
