@@ -10,10 +10,11 @@
 # CC's paper configures its switch (the host kernel has no sch_red):
 #   bpf_uno     phantom queue draining at 90 %, marking 20-80 % of its size
 #               (switch profile dc-uno-phantom)
-#   bpf_gemini  step marking at K = 75 kB/Gbit/s on a virtual queue that
-#               drains at the port's rate (a mirror of the port's queue)
+#   bpf_gemini  marking at K = 75 kB/Gbit/s (rising to certain at 1.1 K) on
+#               a virtual queue that drains at the port's rate (a mirror of
+#               the port's queue)
 #   bpf_smartt  RED-like 20-80 % of the buffer on that mirror
-#   bpf_dctcp   step marking at K = 65 packets/Gbit/s on the mirror (if built)
+#   bpf_dctcp   the same at K = 65 packets/Gbit/s (once a bpf_dctcp exists)
 #   bpf_oscar, cubic, bbr   no marking (OSCAR is delay-based)
 # Each CC is told the network (net_link_rate_mbps = RATE, net_intra_rtt_us =
 # the base RTT measured by ping through the idle path).
@@ -126,15 +127,16 @@ run_marker() { # CC: the marker this CC's paper puts on the port
     local m=() size=$((buf_pkts * 1500))
     case $1 in
         bpf_uno) m=(mark-phantom --iface p0 --profile dc-uno-phantom --rate-mbit "$rate") ;;
-        bpf_gemini) local k=$((rate * 75)); m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes $((k * 10)) --kmin-pct 10 --kmax-pct 10) ;;
+        bpf_gemini) local k=$((rate * 75)); m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes $((k * 10)) --kmin-pct 10 --kmax-pct 11) ;;
         bpf_smartt) m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes "$size" --kmin-pct 20 --kmax-pct 80) ;;
-        bpf_dctcp) local k=$((rate * 65 * 1500 / 1000)); m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes $((k * 10)) --kmin-pct 10 --kmax-pct 10) ;;
+        bpf_dctcp) local k=$((rate * 65 * 1500 / 1000)); m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes $((k * 10)) --kmin-pct 10 --kmax-pct 11) ;;
         *) return 0 ;;
     esac
     ((marker)) || return 0
     ip netns exec "$(N r)" "$X" "${m[@]}" --duration $((secs + 1)) >"$work/marker.out" 2>&1 &
     mpid=$!; pids+=("$mpid")
     sleep 0.3
+    kill -0 "$mpid" 2>/dev/null || { echo "bench/realspeed.sh: the $1 marker did not start: $(cat "$work/marker.out")" >&2; exit 1; }
 }
 
 work=$(mktemp -d /tmp/xdcc-realspeed.XXXXXX)

@@ -178,10 +178,13 @@ transfer_once() {
     # kernel's initial 10, not yet the CC's.)
     MIN_CWND=$(cwnds_once_delivered 11 "$out/ss" | sort -n | head -1)
     MIN_CWND=${MIN_CWND:-0}
-    # The first window after the handshake (a sample with data delivered).
-    # A SYN-SENT socket shows the kernel's default 10 before the CC's init
-    # has set its own window.
-    FIRST_CWND=$(cwnds_once_delivered 0 "$out/ss" | head -1)
+    # The first window the CC set: a sample once data was acknowledged
+    # (delivered > 1; the handshake counts 1). Until the first data ACK the
+    # socket shows the kernel's initial 10: the CC writes its window from its
+    # first cong_control (CI once: UnoCC "first 10 max 31" in the app-limited
+    # check, 31 being its handshake BDP, sampled between the handshake and
+    # the first data ACK).
+    FIRST_CWND=$(cwnds_once_delivered 1 "$out/ss" | head -1)
     # Median cwnd over the second half of the samples (steady state).
     local all half
     all=$(grep -o ' cwnd:[0-9]*' "$out/ss" | cut -d: -f2)
