@@ -22,6 +22,10 @@ X=$root/target/release/xdcc
 a=xb-snd-$$ b=xb-rcv-$$
 loaded=()
 cleanup() {
+    # The iperf3 daemon outlives its namespace's deletion and would keep a
+    # socket, the namespace and the last BPF CC's struct_ops map alive.
+    [[ ! -s /tmp/xdcc-bench-$$.pid ]] || kill "$(cat /tmp/xdcc-bench-$$.pid)" 2>/dev/null || true
+    rm -f /tmp/xdcc-bench-$$.pid
     ip netns del $a 2>/dev/null || true
     ip netns del $b 2>/dev/null || true
     for c in "${loaded[@]}"; do "$X" cc unload "$c" --bpf >/dev/null 2>&1 || true; done
@@ -39,7 +43,7 @@ done
 ip -n $a link set v0 up
 ip -n $b link set v1 up
 [[ -z $rate ]] || tc -n $a qdisc add dev v0 root tbf rate "$rate" burst 256k latency 5ms
-ip netns exec $b iperf3 -s -D -p 5399
+ip netns exec $b iperf3 -s -D -p 5399 -I /tmp/xdcc-bench-$$.pid
 sleep 0.5
 
 known=$("$X" cc known | awk '{print $1}')

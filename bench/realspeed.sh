@@ -61,6 +61,9 @@ N() { echo "xr$1-$tag"; }
 loaded=() pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    # iperf3 daemons outlive their namespace's deletion (and keep its
+    # sockets and a BPF CC's struct_ops map alive): stop them by pid file.
+    for f in /tmp/xdcc-realspeed-$tag.*.pid; do [[ -s $f ]] && kill "$(cat "$f")" 2>/dev/null; rm -f "$f"; done
     for n in "${ns[@]}"; do ip netns del "$(N $n)" 2>/dev/null || true; done
     for c in "${loaded[@]}"; do "$X" cc unload "$c" --bpf >/dev/null 2>&1 || true; done
 }
@@ -113,8 +116,8 @@ for s in "${sets[@]}"; do
 done
 
 per=$((flows / 2))
-ip netns exec "$(N d)" iperf3 -s -D -p 5301
-ip netns exec "$(N d)" iperf3 -s -D -p 5302
+ip netns exec "$(N d)" iperf3 -s -D -p 5301 -I "/tmp/xdcc-realspeed-$tag.5301.pid"
+ip netns exec "$(N d)" iperf3 -s -D -p 5302 -I "/tmp/xdcc-realspeed-$tag.5302.pid"
 sleep 0.5
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
 hz=$(getconf CLK_TCK)
@@ -192,7 +195,6 @@ print(f"{util:.1f} {st.mean(rtt) if rtt else float('nan'):.3f} {p(rtt, .99):.3f}
 EOF
 )
 done
-ip netns exec "$(N d)" pkill -f "iperf3 -s -D -p 530" 2>/dev/null || true
 
 echo "real speed: $flows flows (2 senders) -> 1 port, HTB ${rate} Mbit/s, FIFO $buf_pkts packets, base RTT ${base_rtt_us} us (ping), ${secs} s per CC, marker $( ((marker)) && echo on || echo off ), kernel $(uname -r), $(nproc) CPUs"
 printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %8s %9s %9s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain CPUs/GB "tput/cub" "CPU/cub"
