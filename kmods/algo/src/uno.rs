@@ -79,7 +79,8 @@
 //!   port ran at 99.3 %: QA's period was the cause. With the pipe RTT the
 //!   test means what the paper means — fewer bytes came back in one
 //!   unqueued RTT than half a window — on a host as in a NIC. In the
-//!   simulator the estimate is ~0 and nothing changes.
+//!   simulator the estimate reads only queue variation (rtt-fairness and
+//!   incast-16to1: utilization and Jain within 0.5 point).
 //!   `host_delay_gain_q16 = 0` gives the paper's period.
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE, SHIFT};
