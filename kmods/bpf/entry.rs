@@ -147,6 +147,7 @@ entries!(gemini, algo::gemini::Gemini, algo::gemini::Params);
 entries!(oscar, algo::oscar::Oscar, algo::oscar::Params);
 entries!(smartt, algo::smartt::Smartt, algo::smartt::Params);
 entries!(amrt, algo::amrt::Amrt, algo::amrt::Params);
+entries!(dctcp, algo::dctcp::Dctcp, algo::dctcp::Params);
 
 /// Bodies of the arithmetic helpers that the BPF build calls as global BPF
 /// functions (`algo::fixed::bpf_global`; the wrappers are in shim.c).

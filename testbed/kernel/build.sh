@@ -162,6 +162,10 @@ build_modules() {
         -o -name '*.mod.c' -o -name '.*.cmd' -o -name 'modules.order' -o -name 'Module.symvers' \) -delete
     # shellcheck disable=SC2046
     LIBCLANG_PATH=/usr/lib/llvm-19/lib make -s -C "$build" M="$root" $(make_vars) -j"$(nproc)" modules >&2
+    # Linux's own DCTCP (CONFIG_TCP_CONG_DCTCP=m) next to xdcc's, for
+    # testbed/vm/tests/dctcp.sh: the guest has the host's /lib/modules.
+    mkdir -p "$root/kmods/linux"
+    cp "$build/net/ipv4/tcp_dctcp.ko" "$root/kmods/linux/tcp_dctcp.ko"
     echo "$mkey" >"$stamp"
 }
 

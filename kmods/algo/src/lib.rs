@@ -14,6 +14,8 @@
 //! - [`smartt`]: SMaRTT / UEC NSCC, smartt-uec-nscc §III, Algorithms 1–4.
 //! - [`amrt`]: AMRT's sender (anti-ECN marks: grow on spare bandwidth),
 //!   amrt-icpp20 §4.3 and §6.
+//! - [`dctcp`]: DCTCP as Linux's `tcp_dctcp.c` runs it, the baseline the
+//!   papers compare against.
 //!
 //! All of them implement [`CongestionControl`]: per-flow state (which must fit
 //! the kernel's private CC area, [`ICSK_CA_PRIV_SIZE`] bytes) is updated from an
@@ -191,6 +193,7 @@ macro_rules! window_methods {
 }
 
 pub mod amrt;
+pub mod dctcp;
 pub mod fixed;
 pub mod gemini;
 pub mod host;
@@ -218,7 +221,9 @@ pub struct CcSpec {
     pub module: &'static str,
     /// Needs ECN negotiated (`TCP_CONG_NEEDS_ECN`).
     pub needs_ecn: bool,
-    /// The paper the algorithm file follows (`../shared/papers/<paper>.md`).
+    /// The paper the algorithm file follows (`../shared/papers/<paper>.md`;
+    /// DCTCP's, Alizadeh et al. SIGCOMM 2010, is not there: its file follows
+    /// RFC 8257 and Linux's `tcp_dctcp.c`).
     pub paper: &'static str,
     /// The algorithm's own tunables (every module also has the `net_*` and
     /// `window_pacing_*` files of the Linux adapter).
@@ -241,12 +246,13 @@ macro_rules! cc_spec {
 }
 
 /// Every xdcc congestion control, in the order the docs list them.
-pub const CCS: [CcSpec; 5] = [
+pub const CCS: [CcSpec; 6] = [
     cc_spec!(uno::Uno, "tcp_uno", ecn: true, paper: "uno-sc25"),
     cc_spec!(gemini::Gemini, "tcp_gemini", ecn: true, paper: "gemini-ton"),
     cc_spec!(oscar::Oscar, "tcp_oscar", ecn: false, paper: "oscar-nsdi26"),
     cc_spec!(smartt::Smartt, "tcp_smartt", ecn: true, paper: "smartt-uec-nscc"),
     cc_spec!(amrt::Amrt, "tcp_amrt", ecn: true, paper: "amrt-icpp20"),
+    cc_spec!(dctcp::Dctcp, "tcp_dctcp", ecn: true, paper: "dctcp-sigcomm10"),
 ];
 
 /// The entry of `name` (`uno` or `bpf_uno`, ...).
@@ -292,7 +298,7 @@ const fn str_eq(a: &str, b: &str) -> bool {
 #[macro_export]
 macro_rules! for_each_cc {
     ([$($callback:tt)+] ($($args:tt)*)) => {
-        $($callback)+! { $($args)* uno::Uno, gemini::Gemini, oscar::Oscar, smartt::Smartt, amrt::Amrt }
+        $($callback)+! { $($args)* uno::Uno, gemini::Gemini, oscar::Oscar, smartt::Smartt, amrt::Amrt, dctcp::Dctcp }
     };
 }
 

@@ -301,6 +301,8 @@ const _: () = assert!(fits_ca_priv::<super::uno::Uno>(), "UnoCC + adapter state 
 const _: () = assert!(fits_ca_priv::<super::gemini::Gemini>(), "Gemini + adapter state exceed ICSK_CA_PRIV_SIZE");
 const _: () = assert!(fits_ca_priv::<super::oscar::Oscar>(), "OSCAR + adapter state exceed ICSK_CA_PRIV_SIZE");
 const _: () = assert!(fits_ca_priv::<super::smartt::Smartt>(), "SMaRTT + adapter state exceed ICSK_CA_PRIV_SIZE");
+const _: () = assert!(fits_ca_priv::<super::amrt::Amrt>(), "AMRT + adapter state exceed ICSK_CA_PRIV_SIZE");
+const _: () = assert!(fits_ca_priv::<super::dctcp::Dctcp>(), "DCTCP + adapter state exceed ICSK_CA_PRIV_SIZE");
 
 const DEFAULT_MSS: u32 = 1460;
 

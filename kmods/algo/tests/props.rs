@@ -5,7 +5,7 @@
 //! are deterministic.
 
 use proptest::prelude::*;
-use xdcc_algo::{amrt, gemini, oscar, smartt, uno, AckSample, CongestionControl, Event, FlowInit, NetConfig, MAX_CWND_BYTES};
+use xdcc_algo::{amrt, dctcp, gemini, oscar, smartt, uno, AckSample, CongestionControl, Event, FlowInit, NetConfig, MAX_CWND_BYTES};
 
 #[derive(Clone, Debug)]
 enum Step {
@@ -158,6 +158,14 @@ proptest! {
         check::<amrt::Amrt>(&p, hint, n.mtu, &steps, n.mtu);
     }
 
+    #[test]
+    fn dctcp_never_panics_and_stays_in_bounds(n in net(), hint in rtt(), shift_g in 0u32..=10, alpha in 0u32..=1024,
+                                              steps in prop::collection::vec(step(), 0..300)) {
+        let p = dctcp::Params { shift_g, alpha_on_init: alpha, ..dctcp::Params::from_net(&n) };
+        prop_assume!(p.validate().is_ok());
+        check::<dctcp::Dctcp>(&p, hint, n.mtu, &steps, n.mtu);
+    }
+
     /// Dense, realistic ACK streams (one MTU, RTT near base, monotone send
     /// times) interleaved with marks and losses, for many more steps.
     #[test]
@@ -187,6 +195,7 @@ proptest! {
         check::<oscar::Oscar>(&oscar::Params::from_net(&n), 100_000, 1500, &steps, 3000);
         check::<smartt::Smartt>(&smartt::Params::from_net(&n), 100_000, 1500, &steps, 1500);
         check::<amrt::Amrt>(&amrt::Params::from_net(&n), 100_000, 1500, &steps, 1500);
+        check::<dctcp::Dctcp>(&dctcp::Params::from_net(&n), 100_000, 1500, &steps, 1500);
     }
 }
 
