@@ -24,7 +24,7 @@ def _xdcc_ccs():
 
 
 XDCC_CCS = _xdcc_ccs()
-KERNEL_CCS = ("cubic", "dctcp", "bbr", "reno", "vegas")
+KERNEL_CCS = ("cubic", "bbr", "reno", "vegas")
 KNOWN = {
     "description": str, "paper": str, "topology": str, "ccs": list, "duration_s": int,
     "sample_ms": int, "ipv6": bool, "net": dict, "bottleneck": str, "monitor": list, "profiles": dict,

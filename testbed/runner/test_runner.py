@@ -353,7 +353,7 @@ class Repeats(unittest.TestCase):
 class ModelNextToKernel(unittest.TestCase):
     PRED = {("gemini", ""): {"entry": "gemini", "label": "", "notes": [], "seeds": 3,
                              "metrics": {"utilization": [0.98, 0.01], "queue_p99_kb": [75.0, 3.0], "jain": [0.8, 0.02]}},
-            ("dctcp", ""): {"entry": "dctcp", "label": "", "notes": ["dctcp is a kernel CC: no model in xdcc-sim"],
+            ("cubic", ""): {"entry": "cubic", "label": "", "notes": ["cubic is a kernel CC: no model in xdcc-sim"],
                             "seeds": 3, "metrics": {}}}
 
     def run_of(self, cc, util, p99):
@@ -361,9 +361,9 @@ class ModelNextToKernel(unittest.TestCase):
                 "inter_intra_ratio": None, "queue_mean_kb": 40.0, "drops": 0}
 
     def test_rows_show_kernel_and_model(self):
-        rows = report.compare_rows([self.run_of("gemini", 0.955, 71.2), self.run_of("dctcp", 0.99, 80.0)], self.PRED)
+        rows = report.compare_rows([self.run_of("gemini", 0.955, 71.2), self.run_of("cubic", 0.99, 80.0)], self.PRED)
         self.assertEqual(rows[0][:4], ["gemini", "-", "95.5 / 98.0±1.0", "0.600 / 0.800±0.020"])
-        self.assertEqual(rows[1][-1], "dctcp is a kernel CC: no model in xdcc-sim")
+        self.assertEqual(rows[1][-1], "cubic is a kernel CC: no model in xdcc-sim")
 
     def test_fct_rows_pair_kernel_and_model_by_size_class(self):
         pred = {("uno", ""): {"entry": "uno", "label": "", "notes": [], "seeds": 3, "metrics": {
@@ -380,7 +380,7 @@ class ModelNextToKernel(unittest.TestCase):
         def runs(util, p99):
             r = self.run_of("gemini", util, p99)
             r["model"] = report.model_of(r, self.PRED)
-            return [r, dict(self.run_of("dctcp", 0.5, 10.0), model=None)]
+            return [r, dict(self.run_of("cubic", 0.5, 10.0), model=None)]
         self.assertEqual(check_report.disagreements(runs(0.90, 60.0)), [])
         bad = check_report.disagreements(runs(0.75, 60.0))
         self.assertEqual(len(bad), 1)

@@ -43,7 +43,7 @@ use crate::scenario::{FlowSpec, Marking, NetSpec, Phantom, QueueSpec, Scenario};
 use crate::RunReport;
 
 /// Kernel CCs the testbed runs that have no model here.
-pub const KERNEL_CCS: &[&str] = &["cubic", "dctcp", "bbr", "reno", "vegas"];
+pub const KERNEL_CCS: &[&str] = &["cubic", "bbr", "reno", "vegas"];
 
 /// Linux's minimum RTO: the kernel's retransmission timer floor.
 const LINUX_MIN_RTO_US: f64 = 200_000.0;

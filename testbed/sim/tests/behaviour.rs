@@ -1,4 +1,4 @@
-//! Behaviour of the four algorithms in the simulator, each against a stated
+//! Behaviour of the algorithms in the simulator, each against a stated
 //! threshold taken from its paper. The scenarios are the files shipped in
 //! `testbed/sim/scenarios/` (so anyone can rerun them with the CLI), varied
 //! here where a test sweeps a parameter.
@@ -67,6 +67,24 @@ fn uno_phantom_queue_keeps_ten_percent_headroom_and_an_empty_queue() {
     let u = r.queues[0].utilization;
     assert!((0.85..=0.93).contains(&u), "{}", show(&r));
     assert!(r.queues[0].p99_qlen_kb <= 3.0, "{}", show(&r));
+}
+
+// ------------------------------------------------------------- DCTCP --
+
+#[test]
+fn dctcp_holds_the_queue_at_k_with_the_port_full() {
+    // Alizadeh et al. SIGCOMM 2010, Fig. 1 and §3.3: with step marking at K
+    // the queue oscillates just around K (amplitude O(sqrt(C·RTT)) packets),
+    // the port stays full (K > C·RTT / 7) and the flows share it equally.
+    let r = run(&scenario("dctcp-2to1"), CcKind::Dctcp).unwrap();
+    eprintln!("{}", show(&r));
+    let q = &r.queues[0];
+    let k_kb = 65.0 * 1.5;
+    assert!(q.utilization >= 0.99, "{}", show(&r));
+    assert!((0.6 * k_kb..=1.2 * k_kb).contains(&q.mean_qlen_kb), "queue mean near K: {}", show(&r));
+    assert!(q.p99_qlen_kb <= k_kb + 15.0, "queue p99 within 10 packets of K: {}", show(&r));
+    assert_eq!(q.drops, 0, "{}", show(&r));
+    assert!(r.jain_final.unwrap_or(0.0) >= 0.99, "{}", show(&r));
 }
 
 // --------------------------------------------------------- RTT fairness --
