@@ -8,7 +8,8 @@
 #                         and CLI (userspace/tests/netns.sh, root), and the
 #                         BPF CCs at real speed (userspace/tests/realspeed.sh)
 #                      3. the kernel modules (incl. their event-sequence
-#                         tests), the CLI and the switch profiles in the qemu VM
+#                         tests), DCTCP against Linux's tcp_dctcp, the CLI and
+#                         the switch profiles in the qemu VM
 #                         (builds the test kernel on first use: ~15 min)
 #                      4. the 2-DC testbed: runner units (host), topology
 #                         build in the VM, and a short scenario end to end
@@ -57,6 +58,8 @@ if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
     testbed/vm/run.sh --timeout 1800 testbed/vm/tests/kmods.sh
     echo "[test] kernel modules through event sequences (RTO storm, app-limited, idle, non-ECN peer, delayed ACKs, no handshake RTT) in the VM" >&2
     testbed/vm/run.sh --timeout 1500 testbed/vm/tests/events.sh
+    echo "[test] xdcc's DCTCP against Linux's own tcp_dctcp on a step-marking port in the VM" >&2
+    testbed/vm/run.sh --timeout 900 testbed/vm/tests/dctcp.sh
     echo "[test] switch profiles (RED, step marking, netem) in the VM" >&2
     testbed/vm/run.sh --timeout 300 testbed/vm/tests/switch.sh
     echo "[test] testbed: 2-DC topology (namespaces, addresses, routes, qdiscs) in the VM" >&2

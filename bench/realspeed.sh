@@ -14,7 +14,7 @@
 #               a virtual queue that drains at the port's rate (a mirror of
 #               the port's queue)
 #   bpf_smartt  RED-like 20-80 % of the buffer on that mirror
-#   bpf_dctcp   the same at K = 65 packets/Gbit/s (once a bpf_dctcp exists)
+#   bpf_dctcp   the same at K = 65 packets/Gbit/s (the DCTCP paper's K)
 #   bpf_oscar, cubic, bbr   no marking (OSCAR is delay-based)
 # Each CC is told the network (net_link_rate_mbps = RATE, net_intra_rtt_us =
 # the base RTT measured by ping through the idle path).

@@ -43,10 +43,15 @@
 //!   halved once, not below the initial window. Linux halves once per RTO of
 //!   idle time; the event carries no duration, and an idle restart is
 //!   signalled after one RTO, the common case.
-//! - **Pacing** is the adapter's window pacing like every xdcc CC (Linux's
-//!   DCTCP is paced only under the `fq` qdisc); `window_pacing_ss_pct = 0`
-//!   and `window_pacing_pct = 0` send unpaced, as Linux does under the
-//!   default `fq_codel` (testbed/vm/tests/dctcp.sh compares them that way).
+//! - **Pacing** is the adapter's window pacing like every xdcc CC: the
+//!   socket's pacing rate is 200 % of cwnd/srtt in slow start and
+//!   `window_pacing_pct` (100 %) after, and TCP paces internally. Linux sets
+//!   the same kind of rate for its DCTCP (`tcp_update_pacing_rate`, 200 % and
+//!   120 %), which sizes its TSO bursts but paces only under the `fq` qdisc.
+//!   `window_pacing_pct = 120` gives Linux's ratio; testbed/vm/tests/dctcp.sh
+//!   compares the two that way, both under `fq`. (A ratio of 0 leaves the
+//!   rate unset, which also leaves TSO autosizing without a rate: 64 KB
+//!   bursts, one ACK per ten packets — not Linux's unpaced sender.)
 //! - Bytes instead of packets for α's F (the same ratio with full-sized
 //!   segments) and for the window (Reno's `snd_cwnd_cnt` becomes the
 //!   fractional bytes of [`Window`]).
@@ -137,7 +142,7 @@ impl Dctcp {
 
     /// The window in whole packets, as Linux's `snd_cwnd`.
     fn cwnd_pkts(&self) -> u32 {
-        self.w.bytes() / self.mss
+        self.w.bytes() / core::cmp::max(self.mss, 1)
     }
 
     /// Enters a reduction to `pkts` packets (at least 2), remembering the
@@ -159,11 +164,12 @@ impl Dctcp {
         let mut alpha = self.alpha;
         let decay = alpha >> g;
         // min_not_zero(alpha, alpha >> g)
-        alpha -= if decay == 0 { alpha } else { core::cmp::min(alpha, decay) };
+        alpha = alpha.saturating_sub(if decay == 0 { alpha } else { decay });
         if self.round_marked != 0 {
             let delivered = core::cmp::max(self.round_delivered, 1) as u64;
-            let gain = ((self.round_marked as u64) << (10 - g)) / delivered;
-            alpha = core::cmp::min(alpha as u64 + gain, ALPHA_ONE as u64) as u32;
+            // marked < 2^32 and 10 − g ≤ 10: no overflow.
+            let gain = (self.round_marked as u64).wrapping_shl(10u32.saturating_sub(g)) / delivered;
+            alpha = core::cmp::min((alpha as u64).saturating_add(gain), ALPHA_ONE as u64) as u32;
         }
         self.alpha = alpha;
     }
@@ -212,7 +218,7 @@ impl CongestionControl for Dctcp {
             // tcp_enter_cwr() with dctcp_ssthresh(): once per window.
             let pkts = self.cwnd_pkts();
             let cut = ((pkts as u64 * self.alpha as u64) >> 11) as u32;
-            self.reduce_to(pkts - core::cmp::min(cut, pkts), s.now_ns);
+            self.reduce_to(pkts.saturating_sub(cut), s.now_ns);
             self.ecn_cuts = self.ecn_cuts.saturating_add(1);
             return;
         }
@@ -248,7 +254,7 @@ impl CongestionControl for Dctcp {
                 // tcp_cwnd_restart: ssthresh = tcp_current_ssthresh(), the
                 // window halved, not below min(initial window, window).
                 let cwnd = self.w.bytes();
-                self.w.ssthresh = core::cmp::max(self.w.ssthresh, (cwnd >> 1) + (cwnd >> 2));
+                self.w.ssthresh = core::cmp::max(self.w.ssthresh, (cwnd >> 1).saturating_add(cwnd >> 2));
                 let restart = core::cmp::min(sat_u32(p.init_cwnd_pkts as u64 * self.mss as u64), cwnd);
                 self.w.set(core::cmp::max(cwnd >> 1, restart) as u64, self.min_wnd());
                 self.round_start_ns = now_ns;
@@ -279,7 +285,7 @@ impl CongestionControl for Dctcp {
     }
     const INFO_FIELDS: [&'static str; 4] = ["alpha_q16", "ecn_cuts", "loss_cuts", "ssthresh_pkts"];
     fn info(&self) -> [u32; 4] {
-        let ssthresh = if self.w.ssthresh == u32::MAX { u32::MAX } else { self.w.ssthresh / self.mss };
+        let ssthresh = if self.w.ssthresh == u32::MAX { u32::MAX } else { self.w.ssthresh / core::cmp::max(self.mss, 1) };
         // α in 1/1024 → Q16.
         [self.alpha << 6, self.ecn_cuts, self.loss_cuts, ssthresh]
     }

@@ -100,9 +100,10 @@ test_cc() {
     fi
     check "$mod: transfer through a RED/ECN bottleneck is byte-exact" test "$XFER_OK" = 1
     # get_info: `xdcc flows` decodes the module's state of the flow.
-    check "$mod: xdcc flows shows the module's state (get_info; ecn_ok=$ecn, base RTT > 0)" \
+    # (DCTCP keeps no base RTT: its α, which marks raise, instead.)
+    check "$mod: xdcc flows shows the module's state (get_info; ecn_ok=$ecn, base RTT > 0 or DCTCP's α > 0)" \
         python3 -c 'import json,sys; rows=[r for r in json.loads(sys.argv[1]) if r["remote"].endswith(":5001") and r.get("cc_state")]
-c=rows[0]["cc_state"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]=="1") and c["values"]["base_rtt_us"]>0' "${FLOWS_JSON:-[]}" "$ecn"
+c=rows[0]["cc_state"]; v=c["values"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]=="1") and v.get("base_rtt_us", v.get("alpha_q16", 0))>0' "${FLOWS_JSON:-[]}" "$ecn"
     local red_cwnd=$MED_CWND
     echo "  red/ecn: median cwnd $red_cwnd (fifo $fifo_cwnd), median rtt ${MED_RTT} ms, CE-marked packets delivered $DELIVERED_CE, last pacing ${LAST_PACING:-none}"
     echo "  ss sample: $(tail -1 <<<"$SS_LINES")"
@@ -136,6 +137,8 @@ c=rows[0]["cc_state"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]
         smartt) knob=gamma_q16; good=32768; badv=70000; effect_knob=max_wnd_bdp_q16; effect_val=32768 ;;
         oscar) knob=u_ai_q16; good=131; badv=0; effect_knob=rate_bytes_per_sec; effect_val=250000 ;;
         amrt) knob=max_wnd_bdp_q16; good=196608; badv=0; effect_knob=init_bdp_q16; effect_val=16384 ;;
+        # DCTCP: Linux's dctcp_shift_g range (0..10); a 40-packet initial window.
+        dctcp) knob=shift_g; good=5; badv=11; effect_knob=init_cwnd_pkts; effect_val=40 ;;
     esac
     local before
     before=$(cat "$d/$knob")
@@ -168,6 +171,9 @@ c=rows[0]["cc_state"]; print("  cc_state:", c); assert c["ecn_ok"]==(sys.argv[2]
     elif [[ $cc == uno ]]; then
         echo "  $effect_knob=$effect_val: min cwnd $MIN_CWND, max $MAX_CWND (default run max: $fifo_max)"
         check "$mod: a 4-BDP start holds the window at >= 20 packets from the first sample (min $MIN_CWND)" test "$MIN_CWND" -ge 20
+    elif [[ $cc == dctcp ]]; then
+        echo "  $effect_knob=$effect_val: first cwnd ${FIRST_CWND:-none}, min $MIN_CWND, max $MAX_CWND (default run max: $fifo_max)"
+        check "$mod: a 40-packet initial window holds the window at >= 20 packets from the first sample (min $MIN_CWND)" test "$MIN_CWND" -ge 20
     else
         echo "  $effect_knob=$effect_val: max cwnd $MAX_CWND (default run: $fifo_max)"
         check "$mod: $effect_knob=$effect_val changes the window (max $MAX_CWND vs $fifo_max)" test "$MAX_CWND" -lt "$fifo_max"

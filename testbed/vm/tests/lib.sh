@@ -31,8 +31,8 @@ RTT=4ms   # base RTT; BDP 10 kB (7 packets)
 
 # Three namespaces: snd -- rtr -- rcv. The router's port towards rcv is the
 # bottleneck: an HTB rate limit whose leaf is $1, "red" (RED with ECN
-# marking), "reddeep" (RED marking from 20 packets) or "fifo" (a byte FIFO,
-# no marking). The base RTT is netem delay
+# marking), "reddeep" (RED marking from 20 packets), "step" (DCTCP's step
+# marking at 20 packets) or "fifo" (a byte FIFO, no marking). The base RTT is netem delay
 # on the router's port back towards snd. (The bottleneck must not be on the
 # sender's own interface: TCP Small Queues would then cap its queue at about
 # a millisecond of data and no marking threshold would ever be reached.)
@@ -59,6 +59,10 @@ net_up() {
         red) tc -n rtr qdisc add dev rr parent 1:1 handle 10: red limit 300000 min 3000 max 9000 \
                 avpkt 1500 burst 3 bandwidth $RATE probability 1.0 ecn ;;
         fifo) tc -n rtr qdisc add dev rr parent 1:1 handle 10: bfifo limit 300000 ;;
+        # DCTCP's step marking at K = 20 packets (switch-config's Step:
+        # RED from K to K + 1 MTU, the smallest burst, probability 1).
+        step) tc -n rtr qdisc add dev rr parent 1:1 handle 10: red limit 300000 min 30000 max 31500 \
+                avpkt 1500 burst 20 bandwidth $RATE probability 1.0 ecn ;;
         # RED/ECN marking from a DCTCP-like threshold (20 packets, 12 ms
         # here), deeper than AMRT's mark guard (16 MTUs at line rate).
         reddeep) tc -n rtr qdisc add dev rr parent 1:1 handle 10: red limit 300000 min 30000 max 60000 \

@@ -14,7 +14,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use xdcc_algo::{
-    amrt, gemini,
+    amrt, dctcp, gemini,
     linux::{CcInfo, CeEcho, Config, Flow, RateSample, Sock, Update},
     oscar, smartt, uno, CongestionControl, NetConfig, Tunables,
 };
@@ -268,6 +268,7 @@ fn bpf_and_userspace_builds_agree_event_by_event() {
         ("oscar", check_cc::<oscar::Oscar>("oscar", &[("u_ai_q16", 131)])),
         ("smartt", check_cc::<smartt::Smartt>("smartt", &[("gamma_q16", 32768)])),
         ("amrt", check_cc::<amrt::Amrt>("amrt", &[("max_wnd_bdp_q16", 3 * 65536), ("mark_max_qdelay_ns", 0)])),
+        ("dctcp", check_cc::<dctcp::Dctcp>("dctcp", &[("shift_g", 2), ("alpha_on_init", 512)])),
     ];
     assert_eq!(results.len(), xdcc_algo::CCS.len(), "a CC of the list is not checked here");
     let mut failed = false;
