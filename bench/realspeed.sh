@@ -22,7 +22,11 @@
 # Prints one line per CC: port utilization (from the port's byte counter),
 # mean/p99 of the senders' smoothed RTT samples (ss, every 100 ms), mean and
 # p99 port queue (tc backlog), drops, Jain's index of the streams'
-# throughputs, sender CPU s/GB; and ratios to cubic for throughput and CPU.
+# throughputs, sender CPU s/GB, ratios to cubic for throughput and CPU, and
+# the share of a BPF CC's flows with ECN negotiated (xdcc flows, once per run;
+# ecn%: an ECN CC at 0 means
+# the path or the listener refused ECN, and its numbers say nothing of its
+# ECN reaction).
 #   bench/realspeed.sh [--rate-mbit R] [--secs S] [--flows N] [--cc a,b,..]
 #                      [--set cc:knob=value ...] [--no-marker] [--trace DIR]
 #                      [--json FILE]
@@ -116,9 +120,24 @@ for s in "${sets[@]}"; do
 done
 
 per=$((flows / 2))
-ip netns exec "$(N d)" iperf3 -s -D -p 5301 -I "/tmp/xdcc-realspeed-$tag.5301.pid"
-ip netns exec "$(N d)" iperf3 -s -D -p 5302 -I "/tmp/xdcc-realspeed-$tag.5302.pid"
-sleep 0.5
+# iperf3 servers, started per CC once the receiver's default is that CC:
+# a listener keeps the CC it was created with, and Linux accepts an ECN SYN
+# (ECT set, as a TCP_CONG_NEEDS_ECN CC sends it) only at a listener whose
+# own CC needs ECN. (Servers started once, before the loop, left every CC
+# that followed a non-ECN one without ECN: the CCs' numbers of 2026-11-25
+# before this fix were taken so, for UnoCC and SMaRTT among others.)
+servers_up() {
+    local p
+    for p in 5301 5302; do
+        ip netns exec "$(N d)" iperf3 -s -D -p $p -I "/tmp/xdcc-realspeed-$tag.$p.pid"
+    done
+    sleep 0.3
+}
+servers_down() {
+    local f
+    for f in /tmp/xdcc-realspeed-$tag.*.pid; do [[ -s $f ]] && kill "$(cat "$f")" 2>/dev/null; rm -f "$f"; done
+    sleep 0.2
+}
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
 hz=$(getconf CLK_TCK)
 port_bytes() { tc -s -n "$(N r)" qdisc show dev p0 | awk '/^qdisc htb/{f=1} f&&/Sent/{print $2; exit}'; }
@@ -146,13 +165,14 @@ work=$(mktemp -d /tmp/xdcc-realspeed.XXXXXX)
 declare -A res
 for cc in $ccs; do
     for n in s1 s2 d; do ip netns exec "$(N $n)" sysctl -qw net.ipv4.tcp_congestion_control="$cc" 2>/dev/null || true; done
+    servers_up
     mpid=""; run_marker "$cc"
     b0=$(busy) p0=$(port_bytes) d0=$(port_drops)
     ip netns exec "$(N s1)" iperf3 -c 10.77.3.1 -p 5301 -P "$per" -t "$secs" -C "$cc" -J >"$work/s1.json" &
     c1=$!
     ip netns exec "$(N s2)" iperf3 -c 10.77.3.1 -p 5302 -P "$per" -t "$secs" -C "$cc" -J >"$work/s2.json" &
     c2=$!
-    : >"$work/rtt" ; : >"$work/q"; w0=""
+    : >"$work/rtt" ; : >"$work/q"; rm -f "$work"/ecn.*; w0=""
     # Samples from the second half of the run (steady state).
     t_end=$(( $(date +%s%N) + secs * 1000000000 )); t_half=$(( $(date +%s%N) + secs * 500000000 ))
     while kill -0 $c1 2>/dev/null; do
@@ -162,6 +182,12 @@ for cc in $ccs; do
             w1=$now; pb1=$(port_bytes)
             for n in s1 s2; do
                 ip netns exec "$(N $n)" ss -tinH dst 10.77.3.1 | grep -o ' rtt:[0-9.]*' | cut -d: -f2 >>"$work/rtt" || true
+                # Once per run: the flows with ECN negotiated, from the BPF
+                # CC's own state (`xdcc flows`).
+                if [[ $cc == bpf_* && ! -s $work/ecn.$n ]]; then
+                    ip netns exec "$(N $n)" "$X" --socket "$work/none.sock" flows -j 2>/dev/null |
+                        jq -r '[.[] | select(.cc_state != null)] | "\([.[] | select(.cc_state.ecn_ok)] | length) \(length)"' >"$work/ecn.$n" || true
+                fi
             done
             backlog | to_bytes >>"$work/q"
             if [[ -n $trace ]]; then
@@ -172,6 +198,7 @@ for cc in $ccs; do
         sleep 0.1
     done
     wait $c1 $c2 || true
+    servers_down
     b1=$(busy) p1=$(port_bytes) d1=$(port_drops)
     [[ -z $mpid ]] || wait "$mpid" || true
     [[ -z $trace || ! -s $work/marker.out ]] || cp "$work/marker.out" "$trace/$cc.marker"
@@ -190,29 +217,33 @@ q = sorted(int(v) for v in open(f"{work}/q") if v.strip())
 p = lambda a, f: a[min(len(a) - 1, int(f * len(a)))] if a else float("nan")
 jain = sum(streams) ** 2 / (len(streams) * sum(x * x for x in streams)) if streams else 0
 gb = sum(streams) * secs / 8 / 1e9
+import glob
+e = [tuple(map(int, l.split())) for f in glob.glob(f"{work}/ecn.*") for l in open(f) if l.strip()]
+ecn = 100 * sum(a for a, _ in e) / sum(b for _, b in e) if sum(b for _, b in e) else -1
 print(f"{util:.1f} {st.mean(rtt) if rtt else float('nan'):.3f} {p(rtt, .99):.3f} {(st.mean(q) if q else 0) / 1000:.1f} "
-      f"{p(q, .99) / 1000:.1f} {drops} {retx} {jain:.3f} {busy / hz / max(gb, 1e-9):.2f} {sum(streams) / 1e6:.0f}")
+      f"{p(q, .99) / 1000:.1f} {drops} {retx} {jain:.3f} {busy / hz / max(gb, 1e-9):.2f} {sum(streams) / 1e6:.0f} {ecn:.0f}")
 EOF
 )
 done
 
 echo "real speed: $flows flows (2 senders) -> 1 port, HTB ${rate} Mbit/s, FIFO $buf_pkts packets, base RTT ${base_rtt_us} us (ping), ${secs} s per CC, marker $( ((marker)) && echo on || echo off ), kernel $(uname -r), $(nproc) CPUs"
-printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %8s %9s %9s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain CPUs/GB "tput/cub" "CPU/cub"
-read -r _ _ _ _ _ _ _ _ cub_cpu cub_tput <<<"${res[cubic]:-0 0 0 0 0 0 0 0 0 0}"
+printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %8s %9s %9s %5s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain CPUs/GB "tput/cub" "CPU/cub" ecn%
+read -r _ _ _ _ _ _ _ _ cub_cpu cub_tput _ <<<"${res[cubic]:-0 0 0 0 0 0 0 0 0 0 0}"
 for cc in $ccs; do
-    read -r u r r99 q q99 dr rx j cpu tput <<<"${res[$cc]}"
+    read -r u r r99 q q99 dr rx j cpu tput ecn <<<"${res[$cc]}"
     python3 -c "
 import sys
-cc,u,r,r99,q,q99,dr,rx,j,cpu,tput,cc0,cp0 = sys.argv[1:]
+cc,u,r,r99,q,q99,dr,rx,j,cpu,tput,ecn,cc0,cp0 = sys.argv[1:]
 rt = f'{float(tput)/float(cc0):.2f}' if float(cc0) else '-'
 rc = f'{float(cpu)/float(cp0):.2f}' if float(cp0) else '-'
-print(f'{cc:<11} {float(u):6.1f} {float(r):9.3f} {float(r99):9.3f} {float(q):8.1f} {float(q99):8.1f} {dr:>6} {rx:>6} {float(j):6.3f} {float(cpu):8.2f} {rt:>9} {rc:>9}')
-" "$cc" "$u" "$r" "$r99" "$q" "$q99" "$dr" "$rx" "$j" "$cpu" "$tput" "$cub_tput" "$cub_cpu"
+ecn = '-' if float(ecn) < 0 else ecn
+print(f'{cc:<11} {float(u):6.1f} {float(r):9.3f} {float(r99):9.3f} {float(q):8.1f} {float(q99):8.1f} {dr:>6} {rx:>6} {float(j):6.3f} {float(cpu):8.2f} {rt:>9} {rc:>9} {ecn:>5}')
+" "$cc" "$u" "$r" "$r99" "$q" "$q99" "$dr" "$rx" "$j" "$cpu" "$tput" "$ecn" "$cub_tput" "$cub_cpu"
 done
 if [[ -n $json ]]; then
     for cc in $ccs; do echo "$cc ${res[$cc]}"; done | python3 -c '
 import json, sys
-keys = ["util_pct", "rtt_ms", "rtt_p99_ms", "queue_kB", "queue_p99_kB", "drops", "retx", "jain", "cpu_s_per_GB", "mbps"]
+keys = ["util_pct", "rtt_ms", "rtt_p99_ms", "queue_kB", "queue_p99_kB", "drops", "retx", "jain", "cpu_s_per_GB", "mbps", "ecn_pct"]
 print(json.dumps({l.split()[0]: dict(zip(keys, map(float, l.split()[1:]))) for l in sys.stdin}, indent=1))' >"$json"
 fi
 rm -rf "$work"

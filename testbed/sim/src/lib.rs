@@ -11,6 +11,7 @@
 
 pub mod cc;
 pub mod metrics;
+pub mod plan;
 pub mod scenario;
 pub mod sim;
 pub mod testbed;

@@ -50,6 +50,18 @@ enum Cmd {
     },
     /// Check a scenario file and print it back normalized.
     Check { scenario: PathBuf },
+    /// Print the host backend's plan of a simulator scenario for one CC as
+    /// JSON (testbed/host/run.py runs it on this host's kernel): the port,
+    /// its eBPF marker and every group's tunables in absolute values.
+    Plan {
+        scenario: PathBuf,
+        /// An xdcc CC (run as bpf_<cc>) or a kernel CC (cubic, bbr, ...).
+        #[arg(long)]
+        cc: String,
+        /// Override a tunable, as for `run`.
+        #[arg(long, value_name = "CC.NAME=VALUE")]
+        set: Vec<String>,
+    },
 }
 
 fn main() {
@@ -126,6 +138,15 @@ fn run(cli: Cli) -> Result<()> {
                     println!("results: {}", dir.display());
                 }
             }
+        }
+        Cmd::Plan { scenario, cc, set } => {
+            let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;
+            if xdcc_sim::testbed::is_testbed_format(&text) {
+                anyhow::bail!("{}: a 2-DC testbed scenario runs in the VM (testbed/run.sh); the host backend runs simulator scenarios with one bottleneck", scenario.display());
+            }
+            let mut sc = xdcc_sim::Scenario::from_file(&scenario)?;
+            apply_sets(&mut sc, &set)?;
+            println!("{}", serde_json::to_string_pretty(&xdcc_sim::plan::host_plan(&sc, &cc)?)?);
         }
         Cmd::Check { scenario } => {
             let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;

@@ -275,7 +275,40 @@ fn one_u32() -> u32 {
     1
 }
 
+/// One queue as a run of one CC sees it: the queue's settings with that
+/// CC's `[queue_overrides]` applied. The simulator and the host backend's
+/// plan (`crate::plan`) both take a queue from here.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ResolvedQueue {
+    pub name: String,
+    pub rate_bps: f64,
+    pub buffer_bytes: u64,
+    pub marking: Marking,
+    pub phantom: Option<Phantom>,
+    pub loss_prob: f64,
+}
+
 impl Scenario {
+    /// The queues as the run of `cc` sees them (any name: a CC without
+    /// overrides, such as the kernel's cubic, gets the queues as written).
+    pub fn queues_for(&self, cc: &str) -> Vec<ResolvedQueue> {
+        let overrides = self.queue_overrides.get(cc);
+        self.queues
+            .iter()
+            .map(|q| {
+                let o = overrides.and_then(|m| m.get(&q.name));
+                ResolvedQueue {
+                    name: q.name.clone(),
+                    rate_bps: q.rate_gbps * 1e9,
+                    buffer_bytes: (o.and_then(|o| o.buffer_kb).unwrap_or(q.buffer_kb) * 1000.0).round() as u64,
+                    marking: o.and_then(|o| o.marking.clone()).unwrap_or_else(|| q.marking.clone()),
+                    phantom: o.and_then(|o| o.phantom.clone()).or_else(|| q.phantom.clone()),
+                    loss_prob: q.loss_prob,
+                }
+            })
+            .collect()
+    }
+
     pub fn from_toml(text: &str) -> Result<Self> {
         let s: Scenario = toml::from_str(text).map_err(|e| anyhow::anyhow!("scenario: {e}"))?;
         s.validate()?;

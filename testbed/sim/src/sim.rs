@@ -47,7 +47,7 @@ use anyhow::{bail, Result};
 use xdcc_algo::{AckSample, Event, FlowInit, NetConfig};
 
 use crate::cc::{AnyCc, AnyParams, CcKind};
-use crate::scenario::{Marking, Phantom, Scenario};
+use crate::scenario::{Marking, Scenario};
 use xdcc_common::{amrt_step, AmrtConfig};
 
 /// Algorithms see `sim time + CLOCK_BASE_NS`, like a kernel clock that has been
@@ -354,16 +354,11 @@ impl Sim {
         }
         let mut params = kinds.iter().map(|&k| AnyParams::build(k, &net, &sc.params_of(k)?)).collect::<Result<Vec<_>>>()?;
 
-        let overrides = sc.queue_overrides.get(kind.name());
         let queues = sc
-            .queues
-            .iter()
+            .queues_for(kind.name())
+            .into_iter()
             .map(|q| {
-                let o = overrides.and_then(|m| m.get(&q.name));
-                let buffer = (o.and_then(|o| o.buffer_kb).unwrap_or(q.buffer_kb) * 1000.0).round() as u64;
-                let marking = o.and_then(|o| o.marking.clone()).unwrap_or_else(|| q.marking.clone());
-                let phantom: Option<Phantom> = o.and_then(|o| o.phantom.clone()).or_else(|| q.phantom.clone());
-                let rate_bps = q.rate_gbps * 1e9;
+                let (buffer, marking, phantom, rate_bps) = (q.buffer_bytes, q.marking, q.phantom, q.rate_bps);
                 let amrt = (marking == Marking::Amrt)
                     .then(|| AmrtConfig::for_port(rate_bps.round() as u64, sc.net.mtu as u64, false))
                     .transpose()
