@@ -31,6 +31,7 @@
 #                      [--set cc:knob=value ...] [--no-marker] [--trace DIR]
 #                      [--json FILE]
 # --set applies a tunable after the defaults (repeatable), --trace keeps
+# sender s1's TCP counters over each run (nstat: recoveries, undos) and
 # per-100 ms samples of ss -tin and xdcc flows per CC in DIR, --json writes
 # the table as {cc: {util_pct, rtt_ms, ...}} (userspace/tests/realspeed.sh).
 # Root. Numbers, not assertions.
@@ -167,6 +168,7 @@ for cc in $ccs; do
     for n in s1 s2 d; do ip netns exec "$(N $n)" sysctl -qw net.ipv4.tcp_congestion_control="$cc" 2>/dev/null || true; done
     servers_up
     mpid=""; run_marker "$cc"
+    [[ -z $trace ]] || ip netns exec "$(N s1)" nstat -az >"$work/nstat0"
     b0=$(busy) p0=$(port_bytes) d0=$(port_drops)
     ip netns exec "$(N s1)" iperf3 -c 10.77.3.1 -p 5301 -P "$per" -t "$secs" -C "$cc" -J >"$work/s1.json" &
     c1=$!
@@ -199,6 +201,9 @@ for cc in $ccs; do
     done
     wait $c1 $c2 || true
     servers_down
+    # Sender s1's TCP counters over the run (recoveries, undos, reordering).
+    [[ -z $trace ]] || ip netns exec "$(N s1)" nstat -az | awk 'NR == FNR && /^[A-Z]/ {a[$1] = $2; next}
+        /^[A-Z]/ && $2 - a[$1] != 0 {print $1, $2 - a[$1]}' "$work/nstat0" - >"$trace/$cc.nstat"
     b1=$(busy) p1=$(port_bytes) d1=$(port_drops)
     [[ -z $mpid ]] || wait "$mpid" || true
     [[ -z $trace || ! -s $work/marker.out ]] || cp "$work/marker.out" "$trace/$cc.marker"
