@@ -54,6 +54,8 @@
 //!   = 1,125 bytes held every flow at the kernel's 2-packet floor: port
 //!   71 %, CPU per GB 7× cubic's. With the cap lifted (`max_wnd_bdp_q16` =
 //!   64) the port ran at 99.5 %: the cap from the idle RTT was the cause.
+//!   (Those runs had no ECN negotiated, a harness fault: README "Real
+//!   speed". With ECN and this change: 99.8 % at 1 Gbit/s, 99.6 % at 3.)
 //!   QuickAdapt: the simulator with end-host delay (scenario
 //!   realspeed-4to1) showed it measuring over 33 µs while ACKs came ~300 µs
 //!   apart and firing every period (45 % utilization whatever the cap); on

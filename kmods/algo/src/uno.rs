@@ -81,7 +81,10 @@
 //!   unqueued RTT than half a window — on a host as in a NIC. In the
 //!   simulator the estimate reads only queue variation (rtt-fairness and
 //!   incast-16to1: utilization and Jain within 0.5 point).
-//!   `host_delay_gain_q16 = 0` gives the paper's period.
+//!   `host_delay_gain_q16 = 0` gives the paper's period. (These runs had no
+//!   ECN negotiated — a harness fault, README "Real speed". With ECN the
+//!   phantom queue's marks hold UnoCC at 75–81 % there, short of its 88 %
+//!   target; with this change off, 78 %.)
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE, SHIFT};
 use super::host::HostDelay;
