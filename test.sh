@@ -31,7 +31,7 @@ export XDCC_BPF_LINKER_DIR
 
 echo "[test] cargo tests (release build: overflow checks stay on, as in the kernel)" >&2
 cargo test --release --workspace --locked
-cargo build --release --locked -p xdcc -p xdcc-metrics
+cargo build --release --locked -p xdcc -p xdcc-metrics -p xdcc-sim
 
 echo "[test] BPF struct_ops CCs: build from the algorithm crate, check it is BPF-clean (no 128-bit ops, overflow intrinsics, signed division, libcalls)" >&2
 bpf_out=$(mktemp -d)
