@@ -647,8 +647,9 @@ bpfcc() {
         # The CC's own state, from its flow iterator (BPF CCs have no get_info).
         local st; st=$(jq -c '[.[] | select(.remote == "10.97.2.1:5401" and .cc_state != null)] | max_by(.bytes_sent) | .cc_state' "$work/flows-$c.json" 2>/dev/null)
         log "bpf_$c: xdcc flows cc_state $st"
-        check "bpf_$c: xdcc flows shows the CC's state (ECN on, base RTT > 0)" \
-            bash -c "jq -e '.ecn_ok and .values.base_rtt_us > 0' <<<'$st' >/dev/null"
+        # (DCTCP keeps no base RTT: its initial window, ssthresh, instead.)
+        check "bpf_$c: xdcc flows shows the CC's state (ECN on, base RTT > 0 or DCTCP's ssthresh > 0)" \
+            bash -c "jq -e '.ecn_ok and ((.values.base_rtt_us // .values.ssthresh_pkts) > 0)' <<<'$st' >/dev/null"
     done
 
     # Reaction to ECN marks: the window of each ECN-driven CC during a 3 s
