@@ -48,7 +48,7 @@ fi
 if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
     echo "[test] eBPF telemetry, rerouting and the CLI in network namespaces (host kernel)" >&2
     userspace/tests/netns.sh
-    echo "[test] real speed on the host kernel: UnoCC, SMaRTT, OSCAR fill a 1 Gbit/s port, queue far below cubic's (userspace/tests/realspeed.sh, ~1 min)" >&2
+    echo "[test] real speed on the host kernel: the BPF CCs through a 1 Gbit/s port against their targets, and the host backend end to end (userspace/tests/realspeed.sh, ~1.5 min)" >&2
     userspace/tests/realspeed.sh
 fi
 
