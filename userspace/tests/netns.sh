@@ -384,7 +384,22 @@ c=socket.create_connection(("10.93.0.1",7000)); a,_=s.accept(); c.sendall(b"x"*1
     check "flows --watch refreshes" bash -c "timeout 2.5 ip netns exec $S $X --socket $sock flows --watch 0.5 | grep -c LOCAL | awk '{exit !(\$1 >= 2)}'"
     expect_fail "flows --watch rejects a bad interval" "at least 0.1" in_ns "$S" "$X" --socket "$sock" flows --watch 0
     check "metrics (CLI)" bash -c "ip netns exec $S $X --socket $sock metrics | grep -q '^xdcc_flows_opened_total'"
-    check "metrics over HTTP on loopback" bash -c "ip netns exec $S python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:9877/metrics\").read().decode())' | grep -q '# TYPE xdcc_cc_bytes_acked counter'"
+    # Content negotiation: the Prometheus text format by default (a
+    # counter's TYPE and HELP name its _total samples), OpenMetrics (TYPE on
+    # the family, # EOF) to a scraper that asks for it.
+    cat >"$work/scrape.py" <<'PY'
+import sys, urllib.request as u
+req = u.Request("http://127.0.0.1:9877/metrics", headers={"Accept": sys.argv[1]} if len(sys.argv) > 1 else {})
+r = u.urlopen(req)
+print("CONTENT-TYPE", r.headers["Content-Type"])
+print(r.read().decode())
+PY
+    check "metrics over HTTP, Prometheus text 0.0.4: TYPE names the counter samples" bash -c "ip netns exec $S python3 $work/scrape.py >$work/scrape-text.txt &&
+        grep -q '^CONTENT-TYPE text/plain; version=0.0.4' $work/scrape-text.txt && grep -q '^# TYPE xdcc_cc_bytes_acked_total counter' $work/scrape-text.txt &&
+        ! grep -q '^# EOF' $work/scrape-text.txt"
+    check "metrics over HTTP, OpenMetrics when asked (Accept: application/openmetrics-text)" bash -c "ip netns exec $S python3 $work/scrape.py 'application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5' >$work/scrape-om.txt &&
+        grep -q '^CONTENT-TYPE application/openmetrics-text; version=1.0.0' $work/scrape-om.txt && grep -q '^# TYPE xdcc_cc_bytes_acked counter' $work/scrape-om.txt &&
+        grep -q '^# EOF' $work/scrape-om.txt"
     wait $conn || true
     check "agent attached its programs" le $((before + 3)) "$(bpftool prog show | grep -c xdcc_ || true)"
     stop_agent "$agent"

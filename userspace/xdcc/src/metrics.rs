@@ -123,6 +123,30 @@ pub fn render(state: &mut State) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn prometheus_text_names_the_counter_samples_and_negotiation_picks_the_format() {
+        let om = "# HELP xdcc_flows_opened flows the sock_ops program started tracking.\n\
+                  # TYPE xdcc_flows_opened counter\n\
+                  xdcc_flows_opened_total 3\n\
+                  # HELP xdcc_cc_open_flows open flows.\n\
+                  # TYPE xdcc_cc_open_flows gauge\n\
+                  xdcc_cc_open_flows{cc=\"bpf_uno\"} 2\n\
+                  # EOF\n";
+        let t = super::to_prometheus_text(om);
+        assert_eq!(
+            t,
+            "# HELP xdcc_flows_opened_total flows the sock_ops program started tracking.\n\
+             # TYPE xdcc_flows_opened_total counter\n\
+             xdcc_flows_opened_total 3\n\
+             # HELP xdcc_cc_open_flows open flows.\n\
+             # TYPE xdcc_cc_open_flows gauge\n\
+             xdcc_cc_open_flows{cc=\"bpf_uno\"} 2\n"
+        );
+        assert!(super::wants_openmetrics(Some("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")));
+        assert!(!super::wants_openmetrics(Some("text/plain;version=0.0.4")));
+        assert!(!super::wants_openmetrics(None));
+    }
+
     use super::*;
 
     fn flow(port: u16, cc: &str, sent: u64) -> FlowView {
@@ -153,7 +177,52 @@ mod tests {
     }
 }
 
-/// Serves `/metrics` on `addr` from a background thread.
+/// OpenMetrics' content type: what `prometheus_client` encodes.
+pub const OPENMETRICS_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The Prometheus text format's, for scrapers that do not ask for OpenMetrics.
+pub const PROMETHEUS_TEXT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Whether a scraper's `Accept` header asks for OpenMetrics (Prometheus
+/// sends `application/openmetrics-text;version=1.0.0,...` first since 2.5).
+pub fn wants_openmetrics(accept: Option<&str>) -> bool {
+    accept.is_some_and(|a| a.split(',').any(|t| t.trim().starts_with("application/openmetrics-text")))
+}
+
+/// OpenMetrics text as the Prometheus text format 0.0.4. The two differ in
+/// what matters here: an OpenMetrics counter family `x` has its samples
+/// named `x_total`, while in 0.0.4 `# TYPE`/`# HELP` must name the samples
+/// (served as OpenMetrics under `text/plain; version=0.0.4`, Prometheus
+/// stored no type or help for the counters: prometheus/client_rust #51);
+/// 0.0.4 has no `# UNIT` and no `# EOF`.
+pub fn to_prometheus_text(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = ["# TYPE ", "# HELP "].iter().find_map(|p| line.strip_prefix(p).map(|rest| (*p, rest)));
+        match meta {
+            Some((prefix, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                if counters.contains(name) {
+                    out.push_str(&format!("{prefix}{name}_total {tail}"));
+                } else {
+                    out.push_str(line);
+                }
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Serves `/metrics` on `addr` from a background thread: OpenMetrics to
+/// scrapers that ask for it, the Prometheus text format to the others.
 pub fn serve(addr: &str, state: Arc<Mutex<State>>) -> Result<()> {
     let server = match tiny_http::Server::http(addr) {
         Ok(s) => s,
@@ -162,10 +231,17 @@ pub fn serve(addr: &str, state: Arc<Mutex<State>>) -> Result<()> {
     std::thread::spawn(move || {
         for req in server.incoming_requests() {
             let resp = if req.url() == "/metrics" {
+                let accept = req.headers().iter().find(|h| h.field.equiv("Accept")).map(|h| h.value.as_str().to_string());
                 match render(&mut state.lock().unwrap()) {
-                    Ok(text) => tiny_http::Response::from_string(text).with_header(
-                        "Content-Type: text/plain; version=0.0.4".parse::<tiny_http::Header>().unwrap(),
-                    ),
+                    Ok(text) => {
+                        let (body, ctype) = if wants_openmetrics(accept.as_deref()) {
+                            (text, OPENMETRICS_TYPE)
+                        } else {
+                            (to_prometheus_text(&text), PROMETHEUS_TEXT_TYPE)
+                        };
+                        let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], ctype.as_bytes()).expect("a valid header");
+                        tiny_http::Response::from_string(body).with_header(header)
+                    }
                     Err(e) => tiny_http::Response::from_string(format!("{e:#}\n")).with_status_code(500),
                 }
             } else {
