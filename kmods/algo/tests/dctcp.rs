@@ -162,13 +162,31 @@ fn the_paper_steady_state_alpha_and_oscillation() {
                 alphas.push(c.alpha());
             }
         }
-        let alpha = alphas.iter().map(|&a| a as f64).sum::<f64>() / alphas.len() as f64 / ALPHA_ONE as f64;
-        let paper = (2.0 / w_star as f64).sqrt();
-        assert!((alpha / paper - 1.0).abs() < 0.3, "W* {w_star}: α {alpha:.3}, the paper's sqrt(2/W*) {paper:.3}");
+        // Integers only (as everything under kmods/): the claims squared.
+        // α / sqrt(2/W*) within [0.7, 1.3]  ⇔  α² · W* / 2 within [0.49, 1.69],
+        // with α the mean in 1/1024.
+        let a = alphas.iter().map(|&a| a as u64).sum::<u64>() / alphas.len() as u64;
+        let w = w_star as u64;
+        let one2 = (ALPHA_ONE as u64) * (ALPHA_ONE as u64);
+        let lhs = a * a * w * 100;
+        assert!(
+            (49 * 2 * one2..=169 * 2 * one2).contains(&lhs),
+            "W* {w_star}: α {a}/1024, the paper's sqrt(2/W*) = {}/1024 (squared ratio {}/100)",
+            (2 * one2 / w).isqrt(),
+            lhs / (2 * one2)
+        );
         assert!(hi <= w_star + 2, "W* {w_star}: the window never passes W* + 1 by more than one packet (max {hi})");
-        let amplitude = (hi - lo) as f64;
-        let paper_d = (w_star as f64 + 1.0) * paper / 2.0;
-        assert!((amplitude / paper_d - 1.0).abs() < 0.5, "W* {w_star}: amplitude {amplitude}, the paper's {paper_d:.1}");
+        // D = (W* + 1)·sqrt(2/W*)/2, so D² = (W* + 1)² / (2 W*): the
+        // amplitude within [0.5, 1.5] D  ⇔  amp² · 2 W* within [0.25, 2.25] (W* + 1)².
+        let amp = (hi - lo) as u64;
+        let d2x100 = (w + 1) * (w + 1);
+        let lhs = amp * amp * 2 * w * 100;
+        assert!(
+            (25 * d2x100..=225 * d2x100).contains(&lhs),
+            "W* {w_star}: amplitude {amp} packets, the paper's D ≈ {} (squared ratio {}/100)",
+            (d2x100 / (2 * w)).isqrt(),
+            lhs / d2x100
+        );
     }
 }
 

@@ -506,7 +506,7 @@ fn every_shipped_scenario_loads_and_runs() {
 /// (`host.rs`) must raise the utilization over the papers' base-RTT sizing
 /// (`host_delay_gain_q16 = 0`, OSCAR also `min_wnd_pkts = 2`). Measured
 /// (seed 0): UnoCC 28.8 → 36.3 %, SMaRTT 45.0 → 73.6 %, OSCAR 15.6 → 65.2 %.
-/// The host reaches 90–100 % (README, "Real speed"): the model's ACK delays
+/// The host reaches 80–100 % (testbed/RESULTS.md, "Real speed"): the model's ACK delays
 /// do not shrink with larger windows as a real host's do, so it predicts the
 /// direction, not the level.
 #[test]
