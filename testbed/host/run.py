@@ -179,7 +179,8 @@ def whole(x, what):
 def run_one(plan, work):
     tag = os.getpid() % 100000
     net = Net(plan, tag)
-    loaded, procs = [], []
+    loaded = []
+    procs = net.pids  # the marker and flowgen: killed with the namespaces, whatever happened
     try:
         net.up()
         base = net.base_rtt_us()
