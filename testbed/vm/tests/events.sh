@@ -88,6 +88,8 @@ test_rto_storm() {
     # ssthresh in every sample taken during the backoffs.
     th_storm=$(grep " backoff:" <<<"$SS_LINES" | grep -o " ssthresh:[0-9]*" | cut -d: -f2 | sort -un | tr '\n' ' ')
     rtos=$(cc_state rtos)
+    local recs
+    recs=$(cc_state recoveries)
     # Every RTO that fired in the sender's namespace (backoffs included;
     # the connection is the namespace's only one), and Linux's undos.
     local timeouts undos
@@ -103,9 +105,15 @@ test_rto_storm() {
     # when an RTO follows progress, e.g. a TCG stall longer than the RTO
     # once the link is back (seen once: 2): each RTO beyond the chain of
     # max-backoff ones may add one, never a backoff inside the chain.
-    local most=$(( ${timeouts:-0} - ${backoffs:-0} + 1 ))
-    check "$cc: rto storm: one loss episode for the chain of backoffs in the module's state (rtos $rtos; at most $most: $timeouts RTOs, $backoffs of them one chain)" \
-        test "$rtos" -ge 1 -a "$rtos" -le "$most"
+    # At least one, unless the storm began inside a fast recovery: an RTO
+    # within the window of a reduction already made raises no
+    # CA_EVENT_LOSS (tcp_enter_loss(): "Reduce ssthresh if it has not yet
+    # been made inside this window"). CI saw it once with DCTCP, whose window
+    # had filled the FIFO (recoveries 1, rtos 0, ssthresh set once).
+    local most=$(( ${timeouts:-0} - ${backoffs:-0} + 1 )) least=1
+    ((${recs:-0} >= 1)) && least=0
+    check "$cc: rto storm: one loss episode for the chain of backoffs in the module's state (rtos $rtos, recoveries ${recs:-?}; at least $least, at most $most: $timeouts RTOs, $backoffs of them one chain)" \
+        test "$rtos" -ge "$least" -a "$rtos" -le "$most"
     net_down
     rm -f "$at"
 }
