@@ -26,10 +26,12 @@
 # the share of a BPF CC's flows with ECN negotiated (xdcc flows, once per run;
 # ecn%: an ECN CC at 0 means
 # the path or the listener refused ECN, and its numbers say nothing of its
-# ECN reaction).
+# ECN reaction), and mark%, the share of ECT packets the port's marker
+# marked CE. --phantom-feed link feeds UnoCC's phantom queue with what the
+# port transmits instead of what enters it (`xdcc mark-phantom --feed`).
 #   bench/realspeed.sh [--rate-mbit R] [--secs S] [--flows N] [--cc a,b,..]
 #                      [--set cc:knob=value ...] [--no-marker] [--trace DIR]
-#                      [--json FILE]
+#                      [--phantom-feed enqueue|link] [--json FILE]
 # --set applies a tunable after the defaults (repeatable), --trace keeps
 # sender s1's TCP counters over each run (nstat: recoveries, undos) and
 # per-100 ms samples of ss -tin and xdcc flows per CC in DIR, --json writes
@@ -37,7 +39,7 @@
 # Root. Numbers, not assertions.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rate=1000 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=()
+rate=1000 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() feed=enqueue
 while (($#)); do
     case $1 in
         --rate-mbit) rate=$2; shift 2 ;;
@@ -46,6 +48,7 @@ while (($#)); do
         --cc) ccs=${2//,/ }; shift 2 ;;
         --set) sets+=("$2"); shift 2 ;;
         --no-marker) marker=0; shift ;;
+        --phantom-feed) feed=$2; shift 2 ;;
         --trace) trace=$2; shift 2 ;;
         --json) json=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -55,6 +58,7 @@ done
 [[ $rate =~ ^[0-9]+$ && $rate -ge 10 ]] || { echo "bench/realspeed.sh: --rate-mbit must be an integer >= 10" >&2; exit 2; }
 [[ $secs =~ ^[0-9]+$ && $secs -ge 2 ]] || { echo "bench/realspeed.sh: --secs must be an integer >= 2" >&2; exit 2; }
 [[ $flows =~ ^[0-9]+$ && $flows -ge 2 && $((flows % 2)) == 0 ]] || { echo "bench/realspeed.sh: --flows must be an even integer >= 2" >&2; exit 2; }
+[[ $feed == enqueue || $feed == link ]] || { echo "bench/realspeed.sh: --phantom-feed is enqueue or link" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "bench/realspeed.sh: needs root (network namespaces, BPF)" >&2; exit 2; }
 for t in iperf3 jq tc ping; do command -v $t >/dev/null || { echo "bench/realspeed.sh: needs $t" >&2; exit 2; }; done
 X=${XDCC_BIN:-$root/target/release/xdcc}
@@ -149,7 +153,7 @@ to_bytes() { awk '{v=$1; if (v ~ /Kb$/) {sub("Kb","",v); v*=1024} else if (v ~ /
 run_marker() { # CC: the marker this CC's paper puts on the port
     local m=() size=$((buf_pkts * 1500))
     case $1 in
-        bpf_uno) m=(mark-phantom --iface p0 --profile dc-uno-phantom --rate-mbit "$rate") ;;
+        bpf_uno) m=(mark-phantom --iface p0 --profile dc-uno-phantom --rate-mbit "$rate" --feed "$feed") ;;
         bpf_gemini) local k=$((rate * 75)); m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes $((k * 10)) --kmin-pct 10 --kmax-pct 11) ;;
         bpf_smartt) m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes "$size" --kmin-pct 20 --kmax-pct 80) ;;
         bpf_dctcp) local k=$((rate * 65 * 1500 / 1000)); m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes $((k * 10)) --kmin-pct 10 --kmax-pct 11) ;;
@@ -205,7 +209,11 @@ for cc in $ccs; do
     [[ -z $trace ]] || ip netns exec "$(N s1)" nstat -az | awk 'NR == FNR && /^[A-Z]/ {a[$1] = $2; next}
         /^[A-Z]/ && $2 - a[$1] != 0 {print $1, $2 - a[$1]}' "$work/nstat0" - >"$trace/$cc.nstat"
     b1=$(busy) p1=$(port_bytes) d1=$(port_drops)
-    [[ -z $mpid ]] || wait "$mpid" || true
+    : >"$work/marker.json"
+    if [[ -n $mpid ]]; then
+        wait "$mpid" || true
+        grep '^{' "$work/marker.out" >"$work/marker.json" || true
+    fi
     [[ -z $trace || ! -s $work/marker.out ]] || cp "$work/marker.out" "$trace/$cc.marker"
     res[$cc]=$(python3 - "$work" "$rate" "$secs" "$((pb1 - pb0))" "$((w1 - w0))" "$((d1 - d0))" "$(( b1 - b0 ))" "$hz" <<'EOF'
 import json, sys, statistics as st
@@ -225,30 +233,33 @@ gb = sum(streams) * secs / 8 / 1e9
 import glob
 e = [tuple(map(int, l.split())) for f in glob.glob(f"{work}/ecn.*") for l in open(f) if l.strip()]
 ecn = 100 * sum(a for a, _ in e) / sum(b for _, b in e) if sum(b for _, b in e) else -1
+m = [json.loads(l) for l in open(f"{work}/marker.json") if l.strip()]
+mark = 100 * m[0]["marked"] / m[0]["ect_packets"] if m and m[0]["ect_packets"] else -1
 print(f"{util:.1f} {st.mean(rtt) if rtt else float('nan'):.3f} {p(rtt, .99):.3f} {(st.mean(q) if q else 0) / 1000:.1f} "
-      f"{p(q, .99) / 1000:.1f} {drops} {retx} {jain:.3f} {busy / hz / max(gb, 1e-9):.2f} {sum(streams) / 1e6:.0f} {ecn:.0f}")
+      f"{p(q, .99) / 1000:.1f} {drops} {retx} {jain:.3f} {busy / hz / max(gb, 1e-9):.2f} {sum(streams) / 1e6:.0f} {ecn:.0f} {mark:.1f}")
 EOF
 )
 done
 
 echo "real speed: $flows flows (2 senders) -> 1 port, HTB ${rate} Mbit/s, FIFO $buf_pkts packets, base RTT ${base_rtt_us} us (ping), ${secs} s per CC, marker $( ((marker)) && echo on || echo off ), kernel $(uname -r), $(nproc) CPUs"
-printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %8s %9s %9s %5s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain CPUs/GB "tput/cub" "CPU/cub" ecn%
-read -r _ _ _ _ _ _ _ _ cub_cpu cub_tput _ <<<"${res[cubic]:-0 0 0 0 0 0 0 0 0 0 0}"
+printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %8s %9s %9s %5s %6s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain CPUs/GB "tput/cub" "CPU/cub" ecn% mark%
+read -r _ _ _ _ _ _ _ _ cub_cpu cub_tput _ _ <<<"${res[cubic]:-0 0 0 0 0 0 0 0 0 0 0 0}"
 for cc in $ccs; do
-    read -r u r r99 q q99 dr rx j cpu tput ecn <<<"${res[$cc]}"
+    read -r u r r99 q q99 dr rx j cpu tput ecn mark <<<"${res[$cc]}"
     python3 -c "
 import sys
-cc,u,r,r99,q,q99,dr,rx,j,cpu,tput,ecn,cc0,cp0 = sys.argv[1:]
+cc,u,r,r99,q,q99,dr,rx,j,cpu,tput,ecn,mark,cc0,cp0 = sys.argv[1:]
 rt = f'{float(tput)/float(cc0):.2f}' if float(cc0) else '-'
 rc = f'{float(cpu)/float(cp0):.2f}' if float(cp0) else '-'
 ecn = '-' if float(ecn) < 0 else ecn
-print(f'{cc:<11} {float(u):6.1f} {float(r):9.3f} {float(r99):9.3f} {float(q):8.1f} {float(q99):8.1f} {dr:>6} {rx:>6} {float(j):6.3f} {float(cpu):8.2f} {rt:>9} {rc:>9} {ecn:>5}')
-" "$cc" "$u" "$r" "$r99" "$q" "$q99" "$dr" "$rx" "$j" "$cpu" "$tput" "$ecn" "$cub_tput" "$cub_cpu"
+mark = '-' if float(mark) < 0 else mark
+print(f'{cc:<11} {float(u):6.1f} {float(r):9.3f} {float(r99):9.3f} {float(q):8.1f} {float(q99):8.1f} {dr:>6} {rx:>6} {float(j):6.3f} {float(cpu):8.2f} {rt:>9} {rc:>9} {ecn:>5} {mark:>6}')
+" "$cc" "$u" "$r" "$r99" "$q" "$q99" "$dr" "$rx" "$j" "$cpu" "$tput" "$ecn" "$mark" "$cub_tput" "$cub_cpu"
 done
 if [[ -n $json ]]; then
     for cc in $ccs; do echo "$cc ${res[$cc]}"; done | python3 -c '
 import json, sys
-keys = ["util_pct", "rtt_ms", "rtt_p99_ms", "queue_kB", "queue_p99_kB", "drops", "retx", "jain", "cpu_s_per_GB", "mbps", "ecn_pct"]
+keys = ["util_pct", "rtt_ms", "rtt_p99_ms", "queue_kB", "queue_p99_kB", "drops", "retx", "jain", "cpu_s_per_GB", "mbps", "ecn_pct", "marked_pct"]
 print(json.dumps({l.split()[0]: dict(zip(keys, map(float, l.split()[1:]))) for l in sys.stdin}, indent=1))' >"$json"
 fi
 rm -rf "$work"

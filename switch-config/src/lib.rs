@@ -65,7 +65,7 @@ fn default_transit() -> bool {
     true
 }
 
-/// A virtual queue that grows by every packet leaving the port and drains at
+/// A virtual queue that grows by every packet entering the port and drains at
 /// `drain_pct` of the line rate; ECT packets are CE-marked with a probability
 /// rising linearly from `kmin_pct` to `kmax_pct` of its size (uno-sc25 §4.1.3,
 /// Uno's htsim defaults: drain 90 %, marking 20 %..80 %).
@@ -83,6 +83,32 @@ pub struct Phantom {
     pub kmin_pct: u64,
     #[serde(default = "default_kmax_pct")]
     pub kmax_pct: u64,
+    /// What the queue counts: `enqueue`, every packet entering the port
+    /// (uno-sc25 §4.1.3, htsim; the default), or `link`, the bytes the port
+    /// transmits (HULL's placement on the egress link; the choice for a
+    /// software switch whose CPUs forward in bursts: `xdcc_common::PhantomConfig`).
+    #[serde(default)]
+    pub feed: PhantomFeed,
+}
+
+/// Where a phantom queue counts its bytes (see [`Phantom::feed`]).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PhantomFeed {
+    #[default]
+    Enqueue,
+    Link,
+}
+
+impl std::str::FromStr for PhantomFeed {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "enqueue" => Ok(PhantomFeed::Enqueue),
+            "link" => Ok(PhantomFeed::Link),
+            _ => Err(format!("'{s}' is not a phantom feed (enqueue or link)")),
+        }
+    }
 }
 
 fn default_drain_pct() -> u64 {
@@ -538,6 +564,7 @@ mod tests {
         let p = Profile::load("dc-uno-phantom").unwrap();
         let ph = p.phantom.clone().unwrap();
         assert_eq!((ph.drain_pct, ph.kmin_pct, ph.kmax_pct), (90, 20, 80));
+        assert_eq!(ph.feed, PhantomFeed::Enqueue, "Uno's simulator feeds it at enqueue");
         assert_eq!(p.phantom_size_bytes(), 675_000);
         assert_eq!(p.clone().with_rate(50).unwrap().phantom_size_bytes(), 22 * 1500);
         // the tc tree is the same as without it: the marker is eBPF
@@ -549,10 +576,15 @@ mod tests {
             ("size_pkts_per_gbps = 450", "size_pkts_per_gbps = 1", "size_pkts_per_gbps"),
             ("size_pkts_per_gbps = 450", "size_pkts_per_gbps = 450\nsize_bytes = 9000", "size_bytes"),
             ("kmin_pct = 20", "kmin_pct = 20\nqueue = 3", "queue"),
+            ("kmin_pct = 20", "kmin_pct = 20\nfeed = \"dequeue\"", "dequeue"),
         ] {
             let e = Profile::parse(&base.replace(from, to)).unwrap_err().0;
             assert!(e.contains(key), "{to}: {e}");
         }
+        let link = Profile::parse(&base.replace("kmin_pct = 20", "kmin_pct = 20\nfeed = \"link\"")).unwrap();
+        assert_eq!(link.phantom.unwrap().feed, PhantomFeed::Link);
+        assert_eq!("link".parse::<PhantomFeed>(), Ok(PhantomFeed::Link));
+        assert!("Link".parse::<PhantomFeed>().unwrap_err().contains("enqueue or link"));
         let wan = include_str!("../profiles/wan-border.toml").to_string() + "[phantom]\nsize_bytes = 9000\n";
         assert!(Profile::parse(&wan).unwrap_err().0.contains("phantom"));
     }

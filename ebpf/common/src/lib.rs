@@ -294,11 +294,23 @@ pub struct Counters {
 }
 
 /// Uno's phantom queue at a switch port (uno-sc25 §4.1; htsim
-/// compositequeue.cpp): a virtual queue that grows by every packet leaving the
-/// port and drains at `drain_bytes_per_sec` (a fraction of the line rate,
+/// compositequeue.cpp): a virtual queue that grows by every packet entering
+/// the port and drains at `drain_bytes_per_sec` (a fraction of the line rate,
 /// 0.9 in the paper), capped at `size_bytes`; ECT packets are marked CE with
 /// a probability rising linearly from 0 at `kmin_bytes` to 1 at `kmax_bytes`.
 /// `drain_bytes_per_sec == 0` switches the marker off.
+///
+/// Where the phantom queue is fed: Uno's simulator feeds it
+/// at the port's enqueue; HULL (Uno's reference [10], which introduced
+/// phantom queues) places it on the egress *link*, fed by the bytes the port
+/// transmits, at most the line rate. A hardware port's arrivals are bounded
+/// by its ingress links, so the two differ only in transients. A software
+/// switch whose CPUs also run the hosts is different: after a CPU stall it
+/// forwards a backlog at memory speed, and an enqueue-fed phantom queue
+/// reads milliseconds of ordinary traffic as overload (bench/realspeed.sh,
+/// testbed/RESULTS.md). `line_bytes_per_sec > 0` selects the link feed: a
+/// mirror of the port (a virtual queue draining at the line rate) feeds the
+/// phantom queue with its departures.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PhantomConfig {
@@ -306,7 +318,11 @@ pub struct PhantomConfig {
     pub size_bytes: u64,
     pub kmin_bytes: u64,
     pub kmax_bytes: u64,
+    /// 0: fed at enqueue (Uno's simulator); otherwise the port's line rate,
+    /// and the phantom queue is fed by the port's (mirrored) departures.
+    pub line_bytes_per_sec: u64,
 }
+
 
 impl PhantomConfig {
     /// Uno's defaults for a port: drain at `drain_pct` of the line rate,
@@ -317,7 +333,14 @@ impl PhantomConfig {
             size_bytes,
             kmin_bytes: size_bytes * kmin_pct / 100,
             kmax_bytes: size_bytes * kmax_pct / 100,
+            line_bytes_per_sec: 0,
         }
+    }
+
+    /// The same queue fed by the transmissions of a port of
+    /// `rate_bits_per_sec` (HULL's placement) instead of at its enqueue.
+    pub fn link_fed(self, rate_bits_per_sec: u64) -> Self {
+        PhantomConfig { line_bytes_per_sec: rate_bits_per_sec / 8, ..self }
     }
 
     /// Why a configuration is unusable, if it is.
@@ -330,6 +353,11 @@ impl PhantomConfig {
         }
         if !(self.kmin_bytes < self.kmax_bytes && self.kmax_bytes <= self.size_bytes) {
             return Err("need kmin < kmax <= size");
+        }
+        if self.line_bytes_per_sec != 0
+            && !(self.drain_bytes_per_sec..=50_000_000_000).contains(&self.line_bytes_per_sec)
+        {
+            return Err("a link-fed phantom queue needs a line rate between its drain rate and 400 Gbit/s");
         }
         Ok(())
     }
@@ -344,6 +372,10 @@ pub struct PhantomStats {
     pub marked: u64,
     /// Largest phantom queue seen, bytes.
     pub max_queue_bytes: u64,
+    /// Bytes counted (on the wire: GSO packets with every segment's headers).
+    pub bytes: u64,
+    /// Largest backlog of the port's mirror (link feed), bytes.
+    pub max_mirror_bytes: u64,
 }
 
 /// The test CE marker (`xdcc mark-ce`): marks every `every_n`-th ECT data
@@ -462,6 +494,34 @@ pub const fn phantom_step(queue: u64, elapsed_us: u64, len: u64, cfg: &PhantomCo
         cfg.size_bytes
     } else {
         q
+    }
+}
+
+/// The port's mirror for a link-fed phantom queue: a virtual queue `m`
+/// draining at the line rate, after `elapsed_us` and a packet of `len`
+/// bytes. Returns the new level and the bytes it transmitted meanwhile (the
+/// phantom queue's input).
+pub const fn mirror_step(m: u64, elapsed_us: u64, len: u64, cfg: &PhantomConfig) -> (u64, u64) {
+    let e = if elapsed_us > 10_000_000 { 10_000_000 } else { elapsed_us };
+    let can = e * cfg.line_bytes_per_sec / 1_000_000;
+    let sent = if m < can { m } else { can };
+    let next = m - sent + len;
+    (if next > cfg.size_bytes { cfg.size_bytes } else { next }, sent)
+}
+
+/// A link-fed phantom queue after `elapsed_us` in which the link carried
+/// `sent` bytes. The link sends at the line rate, at or above the drain
+/// rate, so the bytes come first and the drain after: the queue ends at
+/// `q + sent − drained`, floored at 0 (exact for the fluid tandem).
+pub const fn link_phantom_step(q: u64, elapsed_us: u64, sent: u64, cfg: &PhantomConfig) -> u64 {
+    let e = if elapsed_us > 10_000_000 { 10_000_000 } else { elapsed_us };
+    let drained = e * cfg.drain_bytes_per_sec / 1_000_000;
+    let up = q + sent;
+    let v = if up > drained { up - drained } else { 0 };
+    if v > cfg.size_bytes {
+        cfg.size_bytes
+    } else {
+        v
     }
 }
 
@@ -638,6 +698,55 @@ mod tests {
         let marks = (0..1000u32).filter(|i| phantom_mark(50_000, i.wrapping_mul(4_294_967), &c)).count();
         assert!((450..=550).contains(&marks), "{marks}");
         assert!(PhantomConfig { kmin_bytes: 5, kmax_bytes: 5, ..c }.check().is_err());
+    }
+
+    /// One packet through the link-fed pair, as the eBPF marker does it.
+    fn link_fed(state: &mut (u64, u64), elapsed_us: u64, len: u64, c: &PhantomConfig) -> u64 {
+        let (m, sent) = mirror_step(state.0, elapsed_us, len, c);
+        state.0 = m;
+        state.1 = link_phantom_step(state.1, elapsed_us, sent, c);
+        state.1
+    }
+
+    #[test]
+    fn link_fed_phantom_ignores_bursts_but_not_overload() {
+        // 1 Gbit/s port, phantom draining at 90 %, 675 kB, marking from 135 kB.
+        let c = PhantomConfig::for_port(1_000_000_000, 90, 675_000, 20, 80).link_fed(1_000_000_000);
+        assert_eq!(c.line_bytes_per_sec, 125_000_000);
+        assert!(c.check().is_ok());
+        // A 4 ms CPU stall of a port carrying 80 %: 400 kB at once. Fed at
+        // enqueue the phantom queue jumps to 3 × kmin; fed by the link it grows
+        // by the 10 % the drain lags the line while the mirror sends them.
+        let burst = 400_000;
+        let enq = phantom_step(0, 4_000, burst, &c);
+        assert!(enq > 2 * c.kmin_bytes, "{enq}");
+        let mut st = (0, 0);
+        let mut peak = link_fed(&mut st, 4_000, burst, &c);
+        for _ in 0..400 {
+            peak = peak.max(link_fed(&mut st, 10, 0, &c));
+        }
+        assert!((35_000..=45_000).contains(&peak), "peak {peak}");
+        assert!(peak < c.kmin_bytes);
+        // Sustained overload (arrivals at 95 % of the line for 40 ms): the
+        // phantom queue grows by the 5 % above its drain, as fed at enqueue.
+        let mut st = (0, 0);
+        let mut q = 0;
+        for _ in 0..3_167 {
+            // 1500 B every 12.5 µs on average = 120 MB/s (96 %)
+            link_fed(&mut st, 12, 1500, &c);
+            q = link_fed(&mut st, 13, 1500, &c);
+        }
+        // 6,334 packets in 79.2 ms: 9.5 MB in, 8.9 MB drained: ~0.6 MB.
+        assert!(q > c.kmax_bytes, "q {q}");
+        // Below the drain rate nothing accumulates.
+        let mut st = (0, 0);
+        let mut q = 0;
+        for _ in 0..10_000 {
+            q = link_fed(&mut st, 14, 1500, &c); // 107 MB/s = 86 %
+        }
+        assert!(q <= 1500, "q {q}");
+        // A line rate below the drain rate is refused.
+        assert!(PhantomConfig { line_bytes_per_sec: 1, ..c }.check().is_err());
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! Uno's phantom-queue marker for a Linux switch port (TCX egress).
 //!
-//! A virtual queue grows by every packet leaving the port and drains at a
+//! A virtual queue grows by every packet entering the port and drains at a
 //! fraction of the line rate (uno-sc25 §4.1: 0.9), so it signals congestion
 //! before the physical queue builds; ECT packets are marked CE with a
 //! probability rising linearly between kmin and kmax of its size (htsim
-//! compositequeue.cpp). The queue state is one u64 — bytes in the upper 32
-//! bits, the time of the last update in µs (mod 2^32) in the lower — updated
-//! with compare-and-swap, so all CPUs feeding the port share one queue.
+//! compositequeue.cpp). Link-fed (`PhantomConfig::line_bytes_per_sec`, as
+//! HULL places it), the queue grows instead by what a mirror of the port —
+//! a second virtual queue draining at the line rate — transmits. Each queue
+//! is one u64 — bytes in the upper 32 bits, the time of its last update in
+//! µs (mod 2^32) in the lower — updated with compare-and-swap, so all CPUs
+//! feeding the port share them.
 
 use core::intrinsics::{atomic_cxchg, atomic_xadd, AtomicOrdering};
 
@@ -17,13 +20,14 @@ use aya_ebpf::{
     maps::Array,
     programs::TcContext,
 };
-use xdcc_common::{phantom_mark, phantom_step, PhantomConfig, PhantomStats};
+use xdcc_common::{link_phantom_step, mirror_step, phantom_mark, phantom_step, PhantomConfig, PhantomStats};
 
 #[map]
 static PHANTOM_CFG: Array<PhantomConfig> = Array::with_max_entries(1, 0);
-/// [0]: the packed queue state.
+/// The packed queue states: [0] the phantom queue, [1] the port's mirror
+/// (link feed only).
 #[map]
-static PHANTOM_STATE: Array<u64> = Array::with_max_entries(1, 0);
+static PHANTOM_STATE: Array<u64> = Array::with_max_entries(2, 0);
 #[map]
 static PHANTOM_STATS: Array<PhantomStats> = Array::with_max_entries(1, 0);
 
@@ -44,33 +48,63 @@ pub fn xdcc_phantom(ctx: TcContext) -> i32 {
     let (Some(state), Some(stats)) = (PHANTOM_STATE.get_ptr_mut(0), PHANTOM_STATS.get_ptr_mut(0)) else {
         return TC_ACT_UNSPEC;
     };
+    let (Some(mirror), true) = (PHANTOM_STATE.get_ptr_mut(1), cfg.line_bytes_per_sec != 0) else {
+        // Fed at enqueue: the packet joins the phantom queue.
+        let len = wire_len(&ctx);
+        let queue = update(state, |q, elapsed| (phantom_step(q, elapsed, len, &cfg), 0)).0;
+        return mark(&ctx, stats, len, queue, &cfg);
+    };
+    // Fed by the link: the packet joins the port's mirror, and what the
+    // mirror transmitted since the last packet joins the phantom queue.
     let len = wire_len(&ctx);
+    let (m, sent) = update(mirror, |m, elapsed| mirror_step(m, elapsed, len, &cfg));
+    // SAFETY: as in `mark` (a racy maximum).
+    unsafe {
+        if m > (*stats).max_mirror_bytes {
+            (*stats).max_mirror_bytes = m;
+        }
+    }
+    let queue = update(state, |q, elapsed| (link_phantom_step(q, elapsed, sent, &cfg), 0)).0;
+    mark(&ctx, stats, len, queue, &cfg)
+}
+
+/// Advances one packed queue (bytes in the upper 32 bits, the time of its
+/// last update in µs mod 2^32 in the lower) by `step(level, elapsed_us) ->
+/// (level, out)` with compare-and-swap; returns the new level and `out`
+/// (0, 0 if every attempt lost a race: the packet passes unaccounted).
+#[inline(always)]
+fn update(state: *mut u64, step: impl Fn(u64, u64) -> (u64, u64)) -> (u64, u64) {
     // SAFETY: helper without arguments.
     let now_us = (unsafe { bpf_ktime_get_ns() } / 1000) as u32;
-    let mut queue = 0u64;
     for _ in 0..CAS_TRIES {
         // SAFETY: `state` is a live array value, 8-byte aligned.
         let old = unsafe { core::ptr::read_volatile(state) };
         let (q0, t0) = (old >> 32, old as u32);
         let elapsed = if old == 0 { 0 } else { now_us.wrapping_sub(t0) as u64 };
-        let q = phantom_step(q0, elapsed, len, &cfg);
+        let (q, out) = step(q0, elapsed);
         let new = (q << 32) | now_us as u64;
         // SAFETY: as above; BPF_CMPXCHG on a map value.
         let (_, swapped) = unsafe { atomic_cxchg::<u64, { AtomicOrdering::SeqCst }, { AtomicOrdering::SeqCst }>(state, old, new) };
         if swapped {
-            queue = q;
-            break;
+            return (q, out);
         }
     }
+    (0, 0)
+}
+
+/// Counts the packet and marks it CE with the phantom queue at `queue`.
+#[inline(always)]
+fn mark(ctx: &TcContext, stats: *mut PhantomStats, len: u64, queue: u64, cfg: &PhantomConfig) -> i32 {
     // SAFETY: `stats` is a live array value; counters use atomic adds, the
     // maximum a racy read-compare-write (a lost update only lowers it).
     unsafe {
         atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(core::ptr::addr_of_mut!((*stats).packets), 1);
+        atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(core::ptr::addr_of_mut!((*stats).bytes), len);
         if queue > (*stats).max_queue_bytes {
             (*stats).max_queue_bytes = queue;
         }
     }
-    if queue == 0 || !is_ect(&ctx) {
+    if queue == 0 || !is_ect(ctx) {
         return TC_ACT_UNSPEC;
     }
     // SAFETY: as above.
@@ -78,7 +112,7 @@ pub fn xdcc_phantom(ctx: TcContext) -> i32 {
     // SAFETY: helper without arguments.
     let r = unsafe { bpf_get_prandom_u32() };
     // SAFETY: helper on the context's skb (returns 1 if it set CE).
-    if phantom_mark(queue, r, &cfg) && unsafe { bpf_skb_ecn_set_ce(ctx.skb.skb) } == 1 {
+    if phantom_mark(queue, r, cfg) && unsafe { bpf_skb_ecn_set_ce(ctx.skb.skb) } == 1 {
         // SAFETY: as above.
         unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(core::ptr::addr_of_mut!((*stats).marked), 1) };
     }

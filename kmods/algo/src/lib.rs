@@ -421,6 +421,13 @@ pub trait CongestionControl: Sized {
     fn cwnd(&self) -> u32;
     /// Pacing rate in bytes per second, if the algorithm paces.
     fn pacing_rate(&self) -> Option<u64>;
+    /// Whether the pacing rate, not the window, limits the sender (OSCAR):
+    /// then a round the window did not limit is no application-limited
+    /// round. An algorithm that paces its own window over an RTT (UnoCC)
+    /// is still window-limited.
+    fn rate_limited(&self) -> bool {
+        self.pacing_rate().is_some_and(|r| r < UNPACED)
+    }
     /// Slow-start threshold in bytes (`u32::MAX`: none).
     fn ssthresh(&self) -> u32;
     /// Restores the window from before the last loss reaction (the kernel

@@ -344,9 +344,8 @@ impl<A: CongestionControl> Flow<A> {
             return Update::default();
         }
         let mut sample = ack_sample(s, rs);
-        // (Algorithms that set their own rate are limited by it instead;
-        // `UNPACED` is no rate.)
-        let own_rate = self.algo.pacing_rate().is_some_and(|r| r < super::UNPACED);
+        // (Algorithms that set their own rate are limited by it instead.)
+        let own_rate = self.algo.rate_limited();
         // A round in which the window did not limit the sender (the receive
         // window did, or the application) says nothing about the network:
         // the algorithm sees it as application-limited, as Linux's rate

@@ -82,9 +82,30 @@
 //!   simulator the estimate reads only queue variation (rtt-fairness and
 //!   incast-16to1: utilization and Jain within 0.5 point).
 //!   `host_delay_gain_q16 = 0` gives the paper's period. (These runs had no
-//!   ECN negotiated — a harness fault, README "Real speed". With ECN the
-//!   phantom queue's marks hold UnoCC at 75–81 % there, short of its 88 %
-//!   target; with this change off, 78 %.)
+//!   ECN negotiated — a harness fault, testbed/RESULTS.md "Real speed".
+//!   With ECN UnoCC stayed at 75–81 % there; the pacing below was why.)
+//! - **Pacing: the window over the base RTT**, as the reference code paces
+//!   (`cwnd / base RTT`; the paper: "hardware pacing"), not the Linux
+//!   adapter's window pacing over the *smoothed* RTT that the other window
+//!   algorithms get. Evidence (bench/realspeed.sh, 4 flows into a 1 Gbit/s
+//!   port, ECN on, 6 s runs): paced at `cwnd × mss / srtt` UnoCC ran at
+//!   75–81 % with a mean RTT of 0.13 ms and no queue at the port. On a host
+//!   the smoothed RTT holds host delay — CPU stalls lift it to 0.1–0.7 ms
+//!   while most samples are 20–50 µs — and a rate of a few-packet window
+//!   over it is below what the window allows in the short RTTs between
+//!   stalls, so the flow never catches up. Window pacing at 1000 % (no
+//!   limit in practice) gave 92–94 %; `cwnd / (base RTT + host delay)`
+//!   83–85 % with Jain 0.77–0.83 (per-flow estimates differ);
+//!   `cwnd / base RTT` 88–94 %, Jain ≥ 0.99, mean RTT 0.05 ms. At that
+//!   rate the port is full enough that the phantom queue (draining at
+//!   90 %) stays above kmax and marks most packets, while the windows sit
+//!   at Linux's two-packet floor: four flows of two packets exceed 90 % of
+//!   a pipe of ~40 µs at 1 Gbit/s, so no window-based CC can go lower there.
+//!   In the simulator (no host delay; the scenarios that pace use
+//!   `cwnd / srtt`) rtt-fairness, incast-16to1 and single-flow are
+//!   unchanged (utilization within 0.1 point, Jain within 0.01). Being
+//!   paced by its window, UnoCC remains window-limited to the adapter
+//!   ([`CongestionControl::rate_limited`] is false).
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, ratio_q16, sat_u32, ONE, SHIFT};
 use super::host::HostDelay;
@@ -510,7 +531,26 @@ impl CongestionControl for Uno {
         }
     }
 
-    window_methods!();
+    fn cwnd(&self) -> u32 {
+        self.w.bytes()
+    }
+    /// The window over the base RTT (module doc: "Pacing"); before the
+    /// first RTT sample, the adapter's window pacing.
+    fn pacing_rate(&self) -> Option<u64> {
+        if self.base_rtt_ns == 0 {
+            return None;
+        }
+        Some(mul_div(self.w.bytes() as u64, 1_000_000_000, self.base_rtt_ns as u64))
+    }
+    fn rate_limited(&self) -> bool {
+        false
+    }
+    fn undo(&mut self) {
+        self.w.undo();
+    }
+    fn hold_cwnd(&mut self, max_bytes: u32) {
+        self.w.hold(max_bytes);
+    }
     fn ssthresh(&self) -> u32 {
         self.w.ssthresh
     }

@@ -400,3 +400,32 @@ fn callbacks_before_init_are_no_ops_for_every_cc() {
         with_cc!(c.name, |C, P| callbacks_before_init_change_nothing::<C>(&P::from_net(&NET)), _ => unreachable!());
     }
 }
+
+#[test]
+fn uno_paces_its_window_over_the_base_rtt_not_the_smoothed_rtt() {
+    // A host whose CPU stalls lift the smoothed RTT to 10× the 200 µs that
+    // most samples take (testbed/RESULTS.md, "Real speed"): window pacing
+    // over the smoothed RTT would let the flow send a tenth of its window
+    // per real RTT. UnoCC paces its window over its base RTT instead, as
+    // its reference code does, and stays window-limited.
+    let p = uno::Params::from_net(&NET);
+    let mut t = 1_000_000;
+    let mut f = Flow::<uno::Uno>::new(&p, &sock(t));
+    let stalled = Sock { srtt_us8: 2_000 << 3, ..sock(0) };
+    let u = run(&mut f, &p, stalled, &mut t, 50);
+    let window_bytes = u.cwnd_pkts as u64 * MSS as u64;
+    let per_base_rtt = window_bytes * 1_000_000 / 200; // bytes/s over 200 µs
+    let per_srtt = window_bytes * 1_000_000 / 2_000;
+    assert!(u.pacing_rate >= per_base_rtt * 9 / 10, "paced at {} B/s, the window over the base RTT is {per_base_rtt}", u.pacing_rate);
+    assert!(u.pacing_rate > 5 * per_srtt);
+    // Gemini keeps the adapter's window pacing over the smoothed RTT (at
+    // most the slow-start ratio of it).
+    let pg = gemini::Params::from_net(&NET);
+    let mut g = Flow::<gemini::Gemini>::new(&pg, &sock(t));
+    let ug = run(&mut g, &pg, stalled, &mut t, 50);
+    let per_srtt_g = ug.cwnd_pkts as u64 * MSS as u64 * 1_000_000 / 2_000;
+    assert!(ug.pacing_rate <= per_srtt_g * Pacing::DEFAULT.ss_pct as u64 / 100, "{} vs {per_srtt_g}", ug.pacing_rate);
+    // Paced by its window, UnoCC is still window-limited: a round the
+    // window did not limit does not grow it (`windows_grow_only_when_cwnd_limited`).
+    assert!(!f.algo.rate_limited());
+}

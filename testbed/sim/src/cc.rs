@@ -102,6 +102,12 @@ macro_rules! dispatch_enums {
                 }
             }
 
+            pub fn rate_limited(&self) -> bool {
+                match self {
+                    $(AnyCc::$state(c) => c.rate_limited()),*
+                }
+            }
+
             pub fn ssthresh(&self) -> u32 {
                 match self {
                     $(AnyCc::$state(c) => c.ssthresh()),*

@@ -745,7 +745,7 @@ impl Sim {
         f.last_rtt_ns = rtt;
         f.srtt_ns += (rtt as f64 - f.srtt_ns) / 8.0;
         f.last_progress_ns = now;
-        let own_rate = cc.pacing_rate().is_some_and(|r| r < xdcc_algo::UNPACED);
+        let own_rate = cc.rate_limited();
         let sample = AckSample {
             now_ns: now + CLOCK_BASE_NS,
             acked_bytes: s.size,

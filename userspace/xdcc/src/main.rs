@@ -109,6 +109,12 @@ enum Cmd {
         kmin_pct: u64,
         #[arg(long, default_value_t = 80)]
         kmax_pct: u64,
+        /// What the queue counts: `enqueue` (every packet entering the port,
+        /// as Uno's simulator; the default) or `link` (what the port
+        /// transmits, at most the line rate, as HULL places it: for software
+        /// switches that forward in CPU-batched bursts). Replaces a profile's.
+        #[arg(long)]
+        feed: Option<xdcc_switch::PhantomFeed>,
         #[arg(long)]
         duration: Option<u64>,
     },
@@ -553,8 +559,8 @@ fn run(cli: Cli) -> Result<()> {
             };
             tokio_rt()?.block_on(mark_amrt(&iface, rate_mbit, mtu, &hook, transit, duration))
         }
-        Cmd::MarkPhantom { iface, profile, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, duration } => {
-            let cfg = if let Some(name) = profile {
+        Cmd::MarkPhantom { iface, profile, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, feed, duration } => {
+            let (cfg, rate_mbit, profile_feed) = if let Some(name) = profile {
                 let mut p = xdcc_switch::Profile::load(&name)?;
                 if let Some(r) = rate_mbit {
                     p = p.with_rate(r)?;
@@ -563,7 +569,8 @@ fn run(cli: Cli) -> Result<()> {
                     bail!("switch profile {name} has no [phantom] section");
                 };
                 let size = p.phantom_size_bytes();
-                xdcc_common::PhantomConfig::for_port(p.port.rate_mbit * 1_000_000, ph.drain_pct, size, ph.kmin_pct, ph.kmax_pct)
+                let cfg = xdcc_common::PhantomConfig::for_port(p.port.rate_mbit * 1_000_000, ph.drain_pct, size, ph.kmin_pct, ph.kmax_pct);
+                (cfg, p.port.rate_mbit, ph.feed)
             } else {
                 let Some(rate_mbit) = rate_mbit else {
                     bail!("give --rate-mbit (the port's line rate) or --profile");
@@ -572,7 +579,12 @@ fn run(cli: Cli) -> Result<()> {
                 if !(kmin_pct < kmax_pct && kmax_pct <= 100) {
                     bail!("need --kmin-pct < --kmax-pct <= 100 (got {kmin_pct}, {kmax_pct})");
                 }
-                xdcc_common::PhantomConfig::for_port(rate_mbit * 1_000_000, drain_pct, size, kmin_pct, kmax_pct)
+                let cfg = xdcc_common::PhantomConfig::for_port(rate_mbit * 1_000_000, drain_pct, size, kmin_pct, kmax_pct);
+                (cfg, rate_mbit, xdcc_switch::PhantomFeed::Enqueue)
+            };
+            let cfg = match feed.unwrap_or(profile_feed) {
+                xdcc_switch::PhantomFeed::Enqueue => cfg,
+                xdcc_switch::PhantomFeed::Link => cfg.link_fed(rate_mbit * 1_000_000),
             };
             cfg.check().map_err(|e| anyhow::anyhow!("phantom queue: {e}"))?;
             tokio_rt()?.block_on(mark_phantom(&iface, cfg, duration))
@@ -762,8 +774,13 @@ async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Op
     let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
     ebpf::phantom_set(&mut bpf, &cfg)?;
     ebpf::attach_tc(&mut bpf, "xdcc_phantom", iface, aya::programs::TcAttachType::Egress)?;
+    let fed = if cfg.line_bytes_per_sec == 0 {
+        "at enqueue".to_string()
+    } else {
+        format!("by a link of {} B/s", cfg.line_bytes_per_sec)
+    };
     println!(
-        "phantom queue on {iface}: drain {} B/s, size {} B, marking {}..{} B",
+        "phantom queue on {iface}: drain {} B/s, size {} B, marking {}..{} B, fed {fed}",
         cfg.drain_bytes_per_sec, cfg.size_bytes, cfg.kmin_bytes, cfg.kmax_bytes
     );
     wait_stop(duration).await?;
@@ -771,7 +788,7 @@ async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Op
     println!(
         "{}",
         serde_json::json!({ "iface": iface, "packets": s.packets, "ect_packets": s.ect_packets,
-            "marked": s.marked, "max_queue_bytes": s.max_queue_bytes })
+            "marked": s.marked, "max_queue_bytes": s.max_queue_bytes, "bytes": s.bytes, "max_mirror_bytes": s.max_mirror_bytes })
     );
     Ok(())
 }
