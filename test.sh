@@ -6,7 +6,9 @@
 #                         for BPF-cleanliness (kmods/bpf/build.sh)
 #                      2. host namespace tests of the eBPF programs, agent
 #                         and CLI (userspace/tests/netns.sh, root), and the
-#                         BPF CCs at real speed (userspace/tests/realspeed.sh)
+#                         BPF CCs at real speed (userspace/tests/realspeed.sh),
+#                         the testbed's servers backend over SSH
+#                         (userspace/tests/servers.sh)
 #                      3. the kernel modules (incl. their event-sequence
 #                         tests), DCTCP against Linux's tcp_dctcp, the CLI and
 #                         the switch profiles in the qemu VM
@@ -50,6 +52,8 @@ if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
     userspace/tests/netns.sh
     echo "[test] real speed on the host kernel: the BPF CCs through a 1 Gbit/s port against their targets, and the host backend end to end (userspace/tests/realspeed.sh, ~1.5 min)" >&2
     userspace/tests/realspeed.sh
+    echo "[test] the testbed's servers backend over SSH against four sshd namespaces (userspace/tests/servers.sh, ~30 s)" >&2
+    userspace/tests/servers.sh
 fi
 
 if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then

@@ -4,6 +4,12 @@
 #   testbed/run.sh [SCENARIO] [--cc a,b,...] [--duration S] [--repeat N] [--out DIR]
 #   testbed/run.sh --capacity          measure what the VM forwards
 #   testbed/run.sh --list              shipped scenarios
+#   testbed/run.sh --backend host|servers SCENARIO [--inventory F] [--cc ..] [--set CC.K=V] [--out DIR]
+#
+# --backend vm (the default) is what follows. --backend host and servers run
+# a one-bottleneck simulator scenario (a name under testbed/sim/scenarios/ or
+# a path) at real speed, on this kernel's namespaces or on the machines of an
+# inventory over SSH, with the model beside it: testbed/host/run.py.
 #
 # SCENARIO is a name under testbed/scenarios/ (default a-rtt-fairness) or a
 # path to a .toml. Builds what is missing (the xdcc binary with its eBPF
@@ -21,8 +27,14 @@ out=""
 guest_args=()
 mode=run
 repeat=1
+backend=vm
+host_args=()
 while (($#)); do
     case $1 in
+        --backend)
+            [[ ${2:-} =~ ^(vm|host|servers)$ ]] || { echo "testbed/run.sh: --backend is vm, host or servers (got '${2:-}')" >&2; exit 2; }
+            backend=$2; shift 2 ;;
+        --inventory|--set) host_args+=("$1" "$2"); shift 2 ;;
         --cc) guest_args+=(--cc "$2"); shift 2 ;;
         --duration) guest_args+=(--duration "$2"); shift 2 ;;
         --out) out=$2; shift 2 ;;
@@ -31,11 +43,30 @@ while (($#)); do
             repeat=$2; shift 2 ;;
         --capacity) mode=capacity; shift ;;
         --list) mode=list; shift ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         -*) echo "testbed/run.sh: unknown option $1" >&2; exit 2 ;;
         *) scenario=$1; shift ;;
     esac
 done
+
+if [[ $backend != vm ]]; then
+    [[ $mode == run ]] || { echo "testbed/run.sh: --capacity and --list are for --backend vm" >&2; exit 2; }
+    ((repeat == 1)) || { echo "testbed/run.sh: --repeat is for --backend vm" >&2; exit 2; }
+    [[ -f $scenario ]] || scenario=testbed/sim/scenarios/$scenario.toml
+    [[ -f $scenario ]] || { echo "testbed/run.sh: no simulator scenario $scenario (testbed/sim/scenarios/)" >&2; exit 2; }
+    for ((i = 0; i < ${#guest_args[@]}; i += 2)); do
+        [[ ${guest_args[i]} == --cc ]] || { echo "testbed/run.sh: ${guest_args[i]} is for --backend vm" >&2; exit 2; }
+        host_args+=(--cc "${guest_args[i + 1]}")
+    done
+    [[ -z $out ]] || host_args+=(--out "$out")
+    if [[ ! -x target/release/xdcc || ! -x target/release/xdcc-sim ]]; then
+        XDCC_BPF_LINKER_DIR=$(ebpf/install-toolchain.sh) cargo build --release --locked -q -p xdcc -p xdcc-sim
+    fi
+    exec /usr/bin/python3 testbed/host/run.py "$scenario" --backend "$backend" "${host_args[@]}"
+fi
+if ((${#host_args[@]})); then
+    echo "testbed/run.sh: --inventory and --set are for --backend host or servers" >&2; exit 2
+fi
 
 if [[ $mode == list ]]; then
     for f in testbed/scenarios/*.toml; do

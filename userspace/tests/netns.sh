@@ -564,7 +564,7 @@ phantom() {
     with_marker "$work/ph-prof.json" "$S" full mark-phantom --iface p0 --profile dc-uno-phantom --rate-mbit 50
     log "profile: $(head -1 "$work/ph-prof.json"); $(tail -1 "$work/ph-prof.json")"
     check "profile dc-uno-phantom at 50 Mbit/s: drain 90 %, size 22 packets" eq \
-        "$(head -1 "$work/ph-prof.json")" "phantom queue on p0: drain 5625000 B/s, size 33000 B, marking 6600..26400 B"
+        "$(head -1 "$work/ph-prof.json")" "phantom queue on p0: drain 5625000 B/s, size 33000 B, marking 6600..26400 B, fed at enqueue"
     check "profile dc-uno-phantom: line-rate flow marked (> 100)" le 100 "$(tail -1 "$work/ph-prof.json" | jq .marked)"
     expect_fail "mark-phantom: a profile without [phantom] refused" "no .phantom. section" "$X" mark-phantom --iface p0 --profile dc-uno
     expect_fail "mark-phantom: --profile with --drain-pct refused" "cannot be used with" "$X" mark-phantom --iface p0 --profile dc-uno-phantom --drain-pct 50
@@ -575,6 +575,17 @@ phantom() {
     check "line-rate flow: ECT packets marked (> 100)" le 100 "$(tail -1 "$work/ph-full.json" | jq .marked)"
     check "flow at 40 % of line rate: never marked" eq "$(tail -1 "$work/ph-paced.json" | jq .marked)" 0
     check "flow at 40 %: phantom stays below kmin (20 kB)" le "$(tail -1 "$work/ph-paced.json" | jq .max_queue_bytes)" 20000
+    # Fed by the link (a mirror of the port feeds it what the port sends):
+    # the same verdicts; the marker counts the port's bytes as the TBF does.
+    for r in full paced; do
+        with_marker "$work/phl-$r.json" "$S" $r mark-phantom --iface p0 --rate-mbit 50 --size-bytes 100000 --feed link
+        log "link-fed $r: $(head -1 "$work/phl-$r.json"); $(tail -1 "$work/phl-$r.json")"
+    done
+    check "link-fed phantom: says so" eq "$(head -1 "$work/phl-full.json" | sed 's/.*, fed //')" "by a link of 6250000 B/s"
+    check "link-fed phantom: line-rate flow marked (> 100)" le 100 "$(tail -1 "$work/phl-full.json" | jq .marked)"
+    check "link-fed phantom: the port's mirror holds a backlog" le 1 "$(tail -1 "$work/phl-full.json" | jq .max_mirror_bytes)"
+    check "link-fed phantom: flow at 40 % never marked" eq "$(tail -1 "$work/phl-paced.json" | jq .marked)" 0
+    expect_fail "mark-phantom: --feed dequeue refused" "enqueue or link" "$X" mark-phantom --iface p0 --rate-mbit 50 --feed dequeue
 
     # AMRT anti-ECN at the next hop's ingress (= dequeue times of the TBF):
     # a saturated port has (almost) no spare time, a port at 40 % has plenty.

@@ -47,6 +47,11 @@ enum Cmd {
         /// (as `testbed/run.sh --duration`).
         #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=3600))]
         duration: Option<u64>,
+        /// End hosts' mean ACK delay in µs, overriding a simulator
+        /// scenario's `host_delay_us` (testbed/host/run.py gives the model
+        /// what it measured on the real hosts).
+        #[arg(long, value_name = "US")]
+        host_delay_us: Option<f64>,
     },
     /// Check a scenario file and print it back normalized.
     Check { scenario: PathBuf },
@@ -74,11 +79,14 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
-        Cmd::Run { scenario, cc, out, json, set, seeds, duration, preset } => {
+        Cmd::Run { scenario, cc, out, json, set, seeds, duration, preset, host_delay_us } => {
             let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;
             if xdcc_sim::testbed::is_testbed_format(&text) {
                 if !preset.is_empty() {
                     anyhow::bail!("--preset is for simulator scenarios; a testbed scenario sets [presets] or a variant's preset");
+                }
+                if host_delay_us.is_some() {
+                    anyhow::bail!("--host-delay-us is for simulator scenarios (a testbed scenario's hosts are the VM's)");
                 }
                 return run_testbed(&scenario, &cc, out.as_deref(), json, &set, seeds, duration);
             }
@@ -92,6 +100,9 @@ fn run(cli: Cli) -> Result<()> {
             for cp in &preset {
                 let (c, name) = cp.split_once('=').ok_or_else(|| anyhow::anyhow!("--preset {cp}: expected CC=PRESET"))?;
                 sc.presets.insert(c.to_string(), name.to_string());
+            }
+            if let Some(h) = host_delay_us {
+                sc.host_delay_us = h;
             }
             apply_sets(&mut sc, &set)?;
             if seeds > 1 {

@@ -21,6 +21,12 @@
 //! Each flow starts at zero + `at_s`. One JSON line per finished flow goes to
 //! the output file as it completes; at the end (every flow done, or the
 //! deadline) a summary line `{"summary":{"done":N,"unfinished":M}}`.
+//!
+//! On separate machines (the testbed's `servers` backend, over SSH) there is
+//! no shared clock to name: the time zero may be `+S`, S seconds after the
+//! line is read, and a namespace may be `.`, this process's own. A plan with
+//! servers and no flows (the receiver's, its clients running elsewhere)
+//! serves until its deadline or until stdin closes.
 
 use std::{
     io::Write,
@@ -51,7 +57,7 @@ const CC_NAME_MAX: usize = 15;
 pub struct Plan {
     /// TCP port every server listens on (IPv4 and IPv6).
     pub port: u16,
-    /// Namespaces that run a server.
+    /// Namespaces that run a server (`.`: this process's own).
     pub servers: Vec<String>,
     pub flows: Vec<PlannedFlow>,
     /// Seconds after time zero at which unfinished flows are given up.
@@ -63,7 +69,7 @@ pub struct Plan {
 pub struct PlannedFlow {
     /// Start, in seconds after time zero.
     pub at_s: f64,
-    /// Namespace of the sender.
+    /// Namespace of the sender (`.`: this process's own).
     pub src: String,
     /// Address of the receiver (a server of the plan).
     pub dst: IpAddr,
@@ -124,13 +130,36 @@ fn monotonic_s() -> Result<f64> {
     Ok(t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
 }
 
+/// The plan's time zero from its stdin line: `CLOCK_MONOTONIC` seconds, or
+/// `+S` for S seconds after `now`.
+fn time_zero(line: &str, now: f64) -> Result<f64> {
+    let (rel, v) = match line.strip_prefix('+') {
+        Some(v) => (true, v),
+        None => (false, line),
+    };
+    match v.parse::<f64>() {
+        Ok(s) if rel && s.is_finite() && s >= 0.0 => Ok(now + s),
+        Ok(z) if !rel && z.is_finite() && z > 0.0 => Ok(z),
+        _ => Err(bad_value(format!("time zero on stdin: expected CLOCK_MONOTONIC seconds or +SECONDS, got {line:?}"))),
+    }
+}
+
+/// Runs `f` in namespace `ns`, or where this thread is for `.`.
+fn in_ns<T>(ns: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    if ns == "." {
+        f()
+    } else {
+        crate::kernel::inside_netns(ns, f)
+    }
+}
+
 /// Runs the plan; see the module documentation for the protocol.
 pub fn run(plan: &Plan, out: &Path) -> Result<()> {
     let mut file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting tokio")?;
     rt.block_on(async {
         for ns in &plan.servers {
-            let listener = crate::kernel::inside_netns(ns, || listen(plan.port))
+            let listener = in_ns(ns, || listen(plan.port))
                 .with_context(|| format!("server in namespace {ns}, port {}", plan.port))?;
             tokio::spawn(serve(listener));
         }
@@ -138,13 +167,9 @@ pub fn run(plan: &Plan, out: &Path) -> Result<()> {
         std::io::stdout().flush().context("writing to stdout")?;
 
         let mut line = String::new();
-        tokio::io::BufReader::new(tokio::io::stdin()).read_line(&mut line).await.context("reading time zero from stdin")?;
-        let zero: f64 = line
-            .trim()
-            .parse()
-            .ok()
-            .filter(|z: &f64| z.is_finite() && *z > 0.0)
-            .ok_or_else(|| bad_value(format!("time zero on stdin: expected CLOCK_MONOTONIC seconds, got {:?}", line.trim())))?;
+        let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+        stdin.read_line(&mut line).await.context("reading time zero from stdin")?;
+        let zero = time_zero(line.trim(), monotonic_s()?)?;
         // Instants of time zero and of the deadline on tokio's clock.
         let now_mono = monotonic_s()?;
         let now = Instant::now();
@@ -185,6 +210,12 @@ pub fn run(plan: &Plan, out: &Path) -> Result<()> {
                 }
                 Ok(None) | Err(_) => break,
             }
+        }
+        if plan.flows.is_empty() && !plan.servers.is_empty() {
+            // A server only (its clients run elsewhere): serve until the
+            // deadline or until the caller closes stdin.
+            let mut rest = Vec::new();
+            let _ = tokio::time::timeout_at(deadline, stdin.read_to_end(&mut rest)).await;
         }
         let summary = serde_json::json!({"summary": {"done": done, "unfinished": plan.flows.len() - done}});
         writeln!(file, "{summary}").context("writing the summary")?;
@@ -239,7 +270,7 @@ async fn receive(mut c: TcpStream) -> std::io::Result<()> {
 /// The client's half: connect from namespace `src` with `cc`, send, wait
 /// for the answer.
 async fn one_flow(src: &str, dst: SocketAddr, size: u64, cc: &str) -> Result<()> {
-    let sock = crate::kernel::inside_netns(src, || {
+    let sock = in_ns(src, || {
         let s = if dst.is_ipv6() { TcpSocket::new_v6() } else { TcpSocket::new_v4() }.context("socket")?;
         nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::TcpCongestion, &std::ffi::OsString::from(cc))
             .with_context(|| format!("TCP_CONGESTION {cc}"))?;
@@ -296,6 +327,17 @@ mod tests {
         ] {
             let e = format!("{:#}", plan(&json).unwrap_err());
             assert!(e.contains(want), "{json}: {e}");
+        }
+    }
+
+    #[test]
+    fn time_zero_is_absolute_or_relative_to_reading_it() {
+        assert_eq!(time_zero("1234.5", 99.0).unwrap(), 1234.5);
+        assert_eq!(time_zero("+0.25", 99.0).unwrap(), 99.25);
+        assert_eq!(time_zero("+0", 99.0).unwrap(), 99.0);
+        for bad in ["", "+", "-1", "+-1", "0", "nan", "+inf", "soon"] {
+            let e = format!("{:#}", time_zero(bad, 99.0).unwrap_err());
+            assert!(e.contains("time zero"), "{bad}: {e}");
         }
     }
 }

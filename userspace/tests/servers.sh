@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The testbed's servers backend (testbed/host/run.py --backend servers) end
+# to end, against four "machines" that are network namespaces each running
+# its own sshd with test-generated keys: two senders, a router, a receiver,
+# reached over a management bridge as real servers are over their
+# management network, with the data path s0/s1 -> r -> d apart from it.
+# DCTCP in the 16-to-1 incast beside a long flow (the scenario the host
+# backend's test runs), then the same checks: every incast flow completes,
+# the port is full, the step marker holds the queue near K, the model sits
+# beside the run. And what a run must leave behind on real machines: each
+# machine's default CC put back, the port's qdisc removed from the router,
+# the copied xdcc binary gone, the BPF CC it registered unregistered. A bad
+# inventory is refused with the key named, before anything runs.
+#   userspace/tests/servers.sh   (root; installs openssh-server if missing)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+[[ $(id -u) == 0 ]] || { echo "servers.sh: needs root (namespaces, BPF)" >&2; exit 2; }
+if [[ ! -x /usr/sbin/sshd ]] || ! command -v ssh-keygen >/dev/null; then
+    echo "[servers] installing openssh-server (sshd for the test's machines)" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends openssh-server openssh-client >/dev/null
+fi
+tag=$$
+dir=$(mktemp -d /tmp/xdcc-servers.XXXXXX)
+names=(s0 s1 r d)
+N() { echo "xs$tag-$1"; }
+cleanup() {
+    for f in "$dir"/sshd-*.pid; do [[ -s $f ]] && kill "$(cat "$f")" 2>/dev/null; done
+    for n in "${names[@]}"; do ip netns del "$(N "$n")" 2>/dev/null || true; done
+    ip link del "xsb$tag" 2>/dev/null || true
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() { echo "[servers] FAIL: $*" >&2; exit 1; }
+
+# Management network: a bridge in this namespace, 10.80.0.254; machine k at 10.80.0.k.
+ip link add "xsb$tag" type bridge
+ip addr add 10.80.0.254/24 dev "xsb$tag"
+ip link set "xsb$tag" up
+k=0
+for n in "${names[@]}"; do
+    k=$((k + 1))
+    ip netns add "$(N "$n")"
+    ip -n "$(N "$n")" link set lo up
+    ip link add "xsm$tag-$k" type veth peer m0 netns "$(N "$n")"
+    ip link set "xsm$tag-$k" master "xsb$tag" up
+    ip -n "$(N "$n")" addr add "10.80.0.$k/24" dev m0
+    ip -n "$(N "$n")" link set m0 up
+done
+# Data path: s0 -> r (10.81.1.0/24), s1 -> r (10.81.2.0/24), r -> d (10.81.200.0/24).
+for l in "s0 e0 a0 1" "s1 e0 a1 2" "d e0 p0 200"; do
+    read -r a ia ib net <<<"$l"
+    ip link add "$ia" netns "$(N "$a")" type veth peer "$ib" netns "$(N r)"
+    ip -n "$(N "$a")" addr add "10.81.$net.1/24" dev "$ia"
+    ip -n "$(N r)" addr add "10.81.$net.2/24" dev "$ib"
+    ip -n "$(N "$a")" link set "$ia" up
+    ip -n "$(N r)" link set "$ib" up
+    ip -n "$(N "$a")" route add default via "10.81.$net.2"
+done
+ip netns exec "$(N r)" sysctl -qw net.ipv4.ip_forward=1
+
+# sshd per machine: its own network namespace, this machine's mount
+# namespace (so a BPF CC registered over ssh is pinned where every machine
+# of this one kernel finds it, as on separate servers each finds its own).
+ssh-keygen -q -t ed25519 -N '' -C xdcc-test -f "$dir/id"
+ssh-keygen -q -t ed25519 -N '' -C xdcc-test-host -f "$dir/host"
+cat >"$dir/sshd_config" <<CFG
+HostKey $dir/host
+AuthorizedKeysFile $dir/id.pub
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+LogLevel ERROR
+CFG
+mkdir -p /run/sshd
+k=0
+for n in "${names[@]}"; do
+    k=$((k + 1))
+    nsenter --net="/run/netns/$(N "$n")" /usr/sbin/sshd -D -e -f "$dir/sshd_config" \
+        -o "ListenAddress=10.80.0.$k" -o "PidFile=$dir/sshd-$n.pid" 2>>"$dir/sshd.log" &
+done
+ssh_opts=(-i "$dir/id" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5)
+for k in 1 2 3 4; do
+    for _ in $(seq 50); do ssh "${ssh_opts[@]}" -o BatchMode=yes "root@10.80.0.$k" true 2>/dev/null && break; sleep 0.1; done
+    ssh "${ssh_opts[@]}" -o BatchMode=yes "root@10.80.0.$k" true || fail "sshd on 10.80.0.$k does not answer: $(cat "$dir/sshd.log")"
+done
+q() { printf '"%s", ' "$@" | sed 's/, $//'; }
+cat >"$dir/inventory.toml" <<INV
+ssh_options = [$(q "${ssh_opts[@]}")]
+work_dir = "/tmp/xdcc-servers-test-$tag"
+[router]
+ssh = "root@10.80.0.3"
+port_iface = "p0"
+[receiver]
+ssh = "root@10.80.0.4"
+addr = "10.81.200.1"
+iface = "e0"
+[[senders]]
+ssh = "root@10.80.0.1"
+[[senders]]
+ssh = "root@10.80.0.2"
+INV
+
+# A bad inventory: refused, the key named, nothing started.
+sed '/port_iface/d' "$dir/inventory.toml" >"$dir/bad.toml"
+if err=$("$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --backend servers --inventory "$dir/bad.toml" 2>&1); then
+    fail "an inventory without [router] port_iface was accepted"
+fi
+[[ $err == *port_iface* ]] || fail "the error does not name port_iface: $err"
+echo "[servers] bad inventory refused: ${err##*: }"
+
+before_cc=$(ip netns exec "$(N s0)" sysctl -n net.ipv4.tcp_congestion_control)
+had_bpf_dctcp=$(grep -cw bpf_dctcp /proc/sys/net/ipv4/tcp_available_congestion_control || true)
+"$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --backend servers \
+    --inventory "$dir/inventory.toml" --out "$dir/out" | sed 's/^/[servers] /'
+python3 - "$dir/out" <<'PY'
+import json, sys
+h, m = (json.load(open(f"{sys.argv[1]}/{f}.json"))["dctcp"] for f in ("host", "model"))
+bad = []
+if h["fct_ms"].get("incast", {}).get("n") != 16:
+    bad.append(f"incast flows completed: {h['fct_ms'].get('incast', {}).get('n', 0)} of 16")
+if not h["utilization"] >= 0.9:
+    bad.append(f"utilization {h['utilization']:.3f} < 0.9")
+if not h["p99_qlen_kb"] <= 195:
+    bad.append(f"queue p99 {h['p99_qlen_kb']:.1f} kB > 2 K = 195 kB")
+if not (m and m["utilization"] > 0 and "incast" in m["fct_ms"]):
+    bad.append("no model prediction beside the run")
+if bad:
+    sys.exit("[servers] FAIL: " + "; ".join(bad))
+print(f"[servers] ok: 16/16 incast flows (mean {h['fct_ms']['incast']['mean']:.1f} ms), utilization {h['utilization']:.3f}, queue p99 {h['p99_qlen_kb']:.0f} kB; model beside")
+PY
+# What the run leaves on the machines.
+for n in s0 s1 d; do
+    cc=$(ip netns exec "$(N "$n")" sysctl -n net.ipv4.tcp_congestion_control)
+    [[ $cc == "$before_cc" ]] || fail "machine $n's default CC is $cc after the run, was $before_cc"
+done
+! tc -n "$(N r)" qdisc show dev p0 | grep -q htb || fail "the port's HTB is still on the router's p0"
+[[ -z $(find "/tmp/xdcc-servers-test-$tag" -mindepth 1 2>/dev/null) ]] || fail "the run left files in its work_dir: $(find "/tmp/xdcc-servers-test-$tag" -mindepth 1 | head -3)"
+rmdir "/tmp/xdcc-servers-test-$tag" 2>/dev/null || true
+if [[ $had_bpf_dctcp == 0 ]] && grep -qw bpf_dctcp /proc/sys/net/ipv4/tcp_available_congestion_control; then
+    fail "bpf_dctcp is still registered after the run"
+fi
+echo "[servers] ok: default CCs put back, port qdisc removed, xdcc removed, bpf_dctcp unregistered"
