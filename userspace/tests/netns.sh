@@ -292,6 +292,17 @@ cli() {
 
     check "--help" "$X" --help
     expect_fail "unknown subcommand" "unrecognized subcommand" "$X" frobnicate
+    # check (preflight): what this host really has. Its kernel has BTF and
+    # struct_ops but no module support (README, "The machine"): every CC
+    # runs as bpf_<cc>, none as a module, and the host is ready.
+    "$X" check -j >"$work/check.json"; local crc=$?
+    check "check: exit 0 (every CC has a backend here)" eq "$crc" 0
+    check "check: kernel = uname -r" eq "$(jq -r .kernel "$work/check.json")" "$(uname -r)"
+    check "check: BTF, struct_ops and links found" eq "$(jq -r '[.checks[] | select(.name == "BTF" or .name == "struct_ops TCP CCs" or .name == "struct_ops links") | .ok] | all' "$work/check.json")" true
+    check "check: every CC loadable as bpf_<cc>" eq "$(jq -r '[.ccs[].bpf.ok] | all' "$work/check.json")" true
+    check "check: modules named as unsupported, with why" eq "$(jq -r '.ccs[0].module.why' "$work/check.json")" "$(if [[ -e /proc/modules ]]; then jq -r '.ccs[0].module.why' "$work/check.json"; else echo 'no module support (no /proc/modules: CONFIG_MODULES is off)'; fi)"
+    check "check: the CCs of xdcc cc known, in order" eq "$(jq -r '[.ccs[].cc] | join(" ")' "$work/check.json")" "$("$X" cc known | cut -d' ' -f1 | tr '\n' ' ' | sed 's/ $//')"
+    check "check: human output says ready" bash -c "$X check | grep -q '^ready: every xdcc CC can run here'"
     # cc
     check "cc list" in_ns "$S" "$X" cc list
     check "cc list --json parses, lists cubic" bash -c "ip netns exec $S $X cc list --json | jq -e '.available | index(\"cubic\")'"

@@ -341,6 +341,16 @@ test_cli() {
     echo "=== xdcc CLI"
     [[ -x $X ]] || { bad "xdcc CLI: $X not built (cargo build --release -p xdcc)"; return; }
     export XDCC_MODULE_DIR="$root/kmods"
+    # check (preflight): what this guest really has. Its kernel has modules
+    # (ours, built for it) and no BTF: every CC runs as tcp_<cc>, none as
+    # bpf_<cc>, and it says why.
+    local cj
+    cj=$("$X" check -j); local crc=$?
+    check "cli: check exits 0 (every CC has a backend)" test "$crc" = 0
+    check "cli: check finds no BTF" test "$(echo "$cj" | jq -r '.checks[] | select(.name == "BTF") | .ok')" = false
+    check "cli: check finds module loading allowed" test "$(echo "$cj" | jq -r '.checks[] | select(.name == "kernel modules") | .ok')" = true
+    check "cli: check: every CC loadable as tcp_<cc>" test "$(echo "$cj" | jq -r '[.ccs[].module.ok] | all')" = true
+    check "cli: check: no CC as bpf_<cc>, BTF named" test "$(echo "$cj" | jq -r '[.ccs[].bpf | (.ok == false and (.why | contains("BTF")))] | all')" = true
     check "cli: module load tcp_uno" "$X" module load tcp_uno
     check "cli: module list --json shows it loaded" sh -c "$X module list --json | grep -A2 '\"tcp_uno\"' | grep -q '\"loaded\": true'"
     check "cli: second load refused (already loaded)" sh -c "$X module load uno 2>&1 | grep -q 'already loaded'"

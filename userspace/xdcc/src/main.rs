@@ -8,6 +8,7 @@ mod agent;
 mod bpfcc;
 #[cfg(test)]
 mod bpfcc_equivalence;
+mod check;
 mod config;
 mod ebpf;
 mod failure;
@@ -59,6 +60,11 @@ struct Cli {
 enum Cmd {
     /// Run the agent: load and attach the eBPF programs, serve the CLI.
     Agent(AgentArgs),
+    /// Preflight of this host: kernel, BTF, struct_ops, bpffs, cgroup2,
+    /// tcp_ecn, module policy, and which xdcc CCs can load here with which
+    /// backend (bpf_<cc> or the tcp_<cc> module). Exit 0 when every CC has
+    /// a backend, 1 when something is missing (said how to get it).
+    Check,
     /// List or select congestion controls (net.ipv4.tcp_congestion_control).
     #[command(subcommand)]
     Cc(CcCmd),
@@ -372,6 +378,18 @@ fn run(cli: Cli) -> Result<()> {
             let text = toml::to_string(&cfg).context("re-encoding the configuration")?;
             AgentConfig::parse(&text).map_err(|e| anyhow::anyhow!("invalid option: {}", e.split_once(": ").map(|x| x.1).unwrap_or(&e)))?;
             tokio_rt()?.block_on(agent::run(cfg))
+        }
+        Cmd::Check => {
+            let r = check::evaluate(&check::gather(std::path::Path::new("/"), &kernel::module_dir()));
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                check::print(&r);
+            }
+            if !r.ready {
+                bail!("this host cannot run every xdcc CC (see the report)");
+            }
+            Ok(())
         }
         Cmd::Cc(CcCmd::Known) => {
             if json {
