@@ -115,22 +115,7 @@ before_cc=$(ip netns exec "$(N s0)" sysctl -n net.ipv4.tcp_congestion_control)
 had_bpf_dctcp=$(grep -cw bpf_dctcp /proc/sys/net/ipv4/tcp_available_congestion_control || true)
 "$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --backend servers \
     --inventory "$dir/inventory.toml" --out "$dir/out" | sed 's/^/[servers] /'
-python3 - "$dir/out" <<'PY'
-import json, sys
-h, m = (json.load(open(f"{sys.argv[1]}/{f}.json"))["dctcp"] for f in ("host", "model"))
-bad = []
-if h["fct_ms"].get("incast", {}).get("n") != 16:
-    bad.append(f"incast flows completed: {h['fct_ms'].get('incast', {}).get('n', 0)} of 16")
-if not h["utilization"] >= 0.9:
-    bad.append(f"utilization {h['utilization']:.3f} < 0.9")
-if not h["p99_qlen_kb"] <= 195:
-    bad.append(f"queue p99 {h['p99_qlen_kb']:.1f} kB > 2 K = 195 kB")
-if not (m and m["utilization"] > 0 and "incast" in m["fct_ms"]):
-    bad.append("no model prediction beside the run")
-if bad:
-    sys.exit("[servers] FAIL: " + "; ".join(bad))
-print(f"[servers] ok: 16/16 incast flows (mean {h['fct_ms']['incast']['mean']:.1f} ms), utilization {h['utilization']:.3f}, queue p99 {h['p99_qlen_kb']:.0f} kB; model beside")
-PY
+"$root/testbed/host/check_dctcp_incast.py" "$dir/out" servers
 # What the run leaves on the machines.
 for n in s0 s1 d; do
     cc=$(ip netns exec "$(N "$n")" sysctl -n net.ipv4.tcp_congestion_control)

@@ -310,10 +310,11 @@ pub fn print(r: &Report) {
         }
     }
     println!();
-    println!("{:<8} {:<44} module", "cc", "bpf");
+    let show = |b: &Backend| format!("{} {}", if b.ok { "yes" } else { "no " }, b.why);
+    let w = r.ccs.iter().map(|c| show(&c.bpf).chars().count()).max().unwrap_or(0).max(3);
+    println!("{:<8} {:<w$}  module", "cc", "bpf");
     for c in &r.ccs {
-        let show = |b: &Backend| format!("{} {}", if b.ok { "yes" } else { "no " }, b.why);
-        println!("{:<8} {:<44} {}", c.cc, show(&c.bpf), show(&c.module));
+        println!("{:<8} {:<w$}  {}", c.cc, show(&c.bpf), show(&c.module));
     }
     println!();
     if r.ready {
