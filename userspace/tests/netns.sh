@@ -2,7 +2,7 @@
 # Host tests of the eBPF programs, the xdcc agent and the CLI, in network
 # namespaces and a cgroup made here (nothing else on the machine is touched).
 #
-#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [sample] [flowgen] [phantom] [bpfcc]   (default: all; root)
+#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [sample] [flowgen] [phantom] [apply] [bpfcc]   (default: all; root)
 #
 # Needs target/release/xdcc (cargo build --release -p xdcc), python3, jq,
 # nft, bpftool and iproute2 (ebpf/install-toolchain.sh installs them).
@@ -15,7 +15,7 @@ XFER="python3 $root/userspace/tests/xfer.py"
 [[ -x $X ]] || { echo "netns.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "netns.sh: must run as root" >&2; exit 2; }
 sections=("$@")
-((${#sections[@]})) || sections=(telemetry reroute cli switch sample flowgen phantom bpfcc)
+((${#sections[@]})) || sections=(telemetry reroute cli switch sample flowgen phantom apply bpfcc)
 
 tag=x$$
 work=$(mktemp -d /tmp/xdcc-netns.XXXXXX)
@@ -613,6 +613,64 @@ phantom() {
     expect_fail "mark-amrt: bad hook" "possible values" "$X" mark-amrt --iface p1 --rate-mbit 50 --hook middle
 }
 
+# ---------------------------------------------------------------- apply
+# `xdcc apply` on this host's kernel (BPF CCs), in a namespace (whose
+# default CC it sets): registers what the file names with its network and
+# tunables, then nothing to change; --check reports drift with its exit
+# status; a hand-made change is drift and apply undoes it; a bad file is
+# refused with its line and changes nothing.
+apply_section() {
+    log "apply: a config file applied, idempotent, drift checked, bad files refused"
+    local S; mkns S ap
+    for c in uno gemini; do
+        grep -qw "bpf_$c" /proc/sys/net/ipv4/tcp_available_congestion_control && { log "bpf_$c already registered: apply section skipped"; return 0; }
+    done
+    cat >"$work/xdcc.toml" <<'TOML'
+default_cc = "bpf_uno"
+[cc.uno]
+backend = "bpf"
+[cc.uno.net]
+link_rate_mbps = 1000
+intra_rtt_us = 50
+inter_rtt_us = 2000
+[cc.uno.tunables]
+k_bytes = 30000
+[cc.gemini]
+preset = "uno-artifact"
+TOML
+    local out rc
+    rc=0; out=$("$X" -n "$S" apply --check --config "$work/xdcc.toml" 2>&1) || rc=$?
+    check "apply --check before: drift, exit 1" eq "$rc" 1
+    check "apply --check before: registrations and the default named, nothing else" eq "$(grep -c '^drift: ' <<<"$out")" 3
+    check "apply --check changed nothing" bash -c "! grep -qw bpf_uno /proc/sys/net/ipv4/tcp_available_congestion_control"
+    rc=0; out=$("$X" -n "$S" apply --config "$work/xdcc.toml" 2>&1) || rc=$?
+    log "apply: $(echo "$out" | tr '\n' ';' | cut -c1-300)"
+    check "apply: exit 0" eq "$rc" 0
+    check "apply: bpf_uno and bpf_gemini registered" bash -c "grep -qw bpf_uno /proc/sys/net/ipv4/tcp_available_congestion_control && grep -qw bpf_gemini /proc/sys/net/ipv4/tcp_available_congestion_control"
+    check "apply: bpf_uno's network written" eq "$("$X" tunable get bpf_uno net_link_rate_mbps)" 1000
+    check "apply: bpf_uno's tunable written after it" eq "$("$X" tunable get bpf_uno k_bytes)" 30000
+    check "apply: gemini's preset written (uno-artifact: alpha gain 0.5)" eq "$("$X" tunable get bpf_gemini alpha_gain_q16)" 32768
+    check "apply: the namespace's default is bpf_uno" eq "$(in_ns "$S" sysctl -n net.ipv4.tcp_congestion_control)" bpf_uno
+    check "apply: the host's default untouched" bash -c "[[ \$(sysctl -n net.ipv4.tcp_congestion_control) != bpf_uno ]]"
+    check "apply again: nothing to change" bash -c "$X -n $S apply --config $work/xdcc.toml | grep -q 'nothing to change'"
+    check "apply --check after: no drift, exit 0" "$X" -n "$S" apply --check --config "$work/xdcc.toml"
+    "$X" tunable set bpf_uno ai_bdp_ppm 5 >/dev/null
+    rc=0; out=$("$X" -n "$S" apply --check --config "$work/xdcc.toml" 2>&1) || rc=$?
+    check "a tunable changed by hand: drift, exit 1" eq "$rc" 1
+    check "the drift names it with both values" bash -c "grep -q '^drift: bpf_uno.ai_bdp_ppm 5 -> 1000' <<<'$out'"
+    check "apply puts it back" bash -c "$X -n $S apply --config $work/xdcc.toml | grep -q 'bpf_uno.ai_bdp_ppm 5 -> 1000' && [[ \$($X tunable get bpf_uno ai_bdp_ppm) == 1000 ]]"
+    # A bad file: the line named, exit 5 (bad value), nothing changed.
+    in_ns "$S" sysctl -qw net.ipv4.tcp_congestion_control=reno
+    sed 's/^k_bytes = 30000/k_bytes = 30000\nqa_beta_q16 = 99999999/' "$work/xdcc.toml" >"$work/bad.toml"
+    rc=0; out=$("$X" -n "$S" apply --config "$work/bad.toml" 2>&1) || rc=$?
+    check "bad file: exit 5" eq "$rc" 5
+    check "bad file: the line and key named" bash -c "grep -q 'bad.toml:10: .*qa_beta_q16' <<<'$out'"
+    check "bad file: nothing changed (default still reno, k_bytes 30000)" bash -c "[[ \$(ip netns exec $S sysctl -n net.ipv4.tcp_congestion_control) == reno && \$($X tunable get bpf_uno k_bytes) == 30000 ]]"
+    expect_fail "apply: a missing file is named" "no configuration file" "$X" apply --config "$work/nosuch.toml"
+    in_ns "$S" sysctl -qw net.ipv4.tcp_congestion_control=reno
+    for c in uno gemini; do "$X" cc unload $c --bpf >/dev/null; done
+}
+
 # ---------------------------------------------------------------- bpfcc
 # The BPF struct_ops CCs (xdcc cc load <cc> --bpf) on the host kernel:
 # snd — rtr — rcv, a 200 Mbit/s TBF on the router's port to rcv, which also
@@ -830,7 +888,8 @@ print(w[len(w) // 2] if w else 0, len(w), w[len(w) // 10] if w else 0, w[len(w) 
 for s in "${sections[@]}"; do
     case $s in
         telemetry|reroute|cli|switch|sample|flowgen|phantom|bpfcc) "$s" ;;
-        *) echo "netns.sh: unknown section $s (telemetry, reroute, cli, switch, sample, flowgen, phantom, bpfcc)" >&2; exit 2 ;;
+        apply) apply_section ;;
+        *) echo "netns.sh: unknown section $s (telemetry, reroute, cli, switch, sample, flowgen, phantom, apply, bpfcc)" >&2; exit 2 ;;
     esac
 done
 echo "$passed passed, $failed failed"

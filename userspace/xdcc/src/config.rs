@@ -17,7 +17,9 @@
 //! healthy_window_ms = 1000
 //! spread_subflows = true
 //! ```
-//! Every error names the line of the offending key.
+//! plus what `xdcc apply` makes of the system: `default_cc` and one
+//! `[cc.<name>]` section per CC (`apply.rs`). Every error names the line of
+//! the offending key.
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +40,10 @@ pub struct AgentConfig {
     pub metrics: Option<String>,
     pub retain_closed_secs: u64,
     pub reroute: RerouteSettings,
+    /// `xdcc apply`: the default CC (net.ipv4.tcp_congestion_control).
+    pub default_cc: Option<String>,
+    /// `xdcc apply`: the CCs to register and configure.
+    pub cc: std::collections::BTreeMap<String, crate::apply::CcConfig>,
 }
 
 impl Default for AgentConfig {
@@ -49,6 +55,8 @@ impl Default for AgentConfig {
             metrics: None,
             retain_closed_secs: 300,
             reroute: RerouteSettings::default(),
+            default_cc: None,
+            cc: Default::default(),
         }
     }
 }
@@ -205,12 +213,38 @@ impl AgentConfig {
         if cfg.retain_closed_secs > 86_400 {
             return Err(at(None, "retain_closed_secs", "retain_closed_secs must be at most 86400".into()));
         }
+        if let Err((cc, key, msg)) = crate::apply::desired_all(&cfg.cc) {
+            // The key in [cc.X.tunables], [cc.X.net] or [cc.X]; else the section.
+            let line = ["tunables", "net", ""]
+                .iter()
+                .map(|sub| if sub.is_empty() { format!("cc.{cc}") } else { format!("cc.{cc}.{sub}") })
+                .map(|sec| key_line(text, Some(&sec), &key))
+                .find(|l| *l != 1 || key.is_empty())
+                .filter(|_| !key.is_empty())
+                .unwrap_or_else(|| section_line(text, &format!("cc.{cc}")));
+            return Err(format!("{line}: {msg}"));
+        }
+        if let Some(d) = &cfg.default_cc {
+            if d.is_empty() || d.len() > 15 || !d.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(at(None, "default_cc", format!("default_cc = \"{d}\" is not a congestion control name")));
+            }
+        }
         Ok(cfg)
     }
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Line of the header `[section]` (or the first `[section.*]`), 1 if none.
+fn section_line(text: &str, section: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            let h = l.trim().trim_start_matches('[').trim_end_matches(']').trim();
+            l.trim().starts_with('[') && (h == section || h.starts_with(&format!("{section}.")))
+        })
+        .map_or(1, |i| i + 1)
 }
 
 /// Line of `key = ...` (inside `[section]` if given), 1 if not found.
@@ -264,6 +298,12 @@ mod tests {
             ("interfaces = [\"a b\"]\n", "1: ", "interface"),
             ("[reroute]\ncongested_ecn_pct = 0\n", "2: ", "congested_ecn_pct"),
             ("x = [\n", "2: ", "array"),
+            ("[cc.uno]\nbackend = \"bpf\"\n\n[cc.uno.tunables]\nk_bytes = 1\nqa_beta_q16 = 99999999\n", "6: ", "qa_beta_q16"),
+            ("[cc.uno]\npreset = \"fast\"\n", "2: ", "no preset"),
+            ("\n[cc.nosuch]\nbackend = \"bpf\"\n", "2: ", "not an xdcc CC"),
+            ("[cc.uno]\nbackend = \"ebpf\"\n", "2: ", "expected `bpf` or `module`"),
+            ("[cc.gemini.net]\nmtu = 10\n", "1: ", "mtu"),
+            ("default_cc = \"a b\"\n", "1: ", "default_cc"),
         ];
         for (text, line, word) in cases {
             let e = AgentConfig::parse(text).unwrap_err();

@@ -18,7 +18,7 @@ use xdcc_algo::{with_cc, NetConfig, Tunables, CCS};
 
 const AVAILABLE: &str = "net/ipv4/tcp_available_congestion_control";
 const ALLOWED: &str = "net/ipv4/tcp_allowed_congestion_control";
-const DEFAULT_CC: &str = "net/ipv4/tcp_congestion_control";
+pub const DEFAULT_CC: &str = "net/ipv4/tcp_congestion_control";
 
 /// The xdcc congestion controls (the algorithm crate's one list): sysctl
 /// directory name = CC name, module.
@@ -32,7 +32,7 @@ pub fn sysctl_root() -> PathBuf {
     std::env::var_os("XDCC_SYSCTL_ROOT").map(PathBuf::from).unwrap_or_else(|| "/proc/sys".into())
 }
 
-fn read_sysctl(rel: &str) -> Result<String> {
+pub fn read_sysctl(rel: &str) -> Result<String> {
     let p = sysctl_root().join(rel);
     Ok(fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?.trim().to_string())
 }

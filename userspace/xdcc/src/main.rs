@@ -5,6 +5,7 @@
 //! modules and their tunables. Without an agent, `flows` shows tcp_info alone.
 
 mod agent;
+mod apply;
 mod bpfcc;
 #[cfg(test)]
 mod bpfcc_equivalence;
@@ -60,6 +61,18 @@ struct Cli {
 enum Cmd {
     /// Run the agent: load and attach the eBPF programs, serve the CLI.
     Agent(AgentArgs),
+    /// Make the system match the configuration file: register its
+    /// [cc.<name>] CCs (BPF or module), write their network and tunables
+    /// where they differ, set default_cc; prints each change. Nothing
+    /// changes on a bad file (the error names its line).
+    Apply {
+        /// The configuration file (the agent's).
+        #[arg(long, default_value = "/etc/xdcc/xdcc.toml")]
+        config: std::path::PathBuf,
+        /// Report the differences (drift) and change nothing; exit 1 if any.
+        #[arg(long)]
+        check: bool,
+    },
     /// Preflight of this host: kernel, BTF, struct_ops, bpffs, cgroup2,
     /// tcp_ecn, module policy, and which xdcc CCs can load here with which
     /// backend (bpf_<cc> or the tcp_<cc> module). Exit 0 when every CC has
@@ -378,6 +391,25 @@ fn run(cli: Cli) -> Result<()> {
             let text = toml::to_string(&cfg).context("re-encoding the configuration")?;
             AgentConfig::parse(&text).map_err(|e| anyhow::anyhow!("invalid option: {}", e.split_once(": ").map(|x| x.1).unwrap_or(&e)))?;
             tokio_rt()?.block_on(agent::run(cfg))
+        }
+        Cmd::Apply { config, check } => {
+            let cfg = apply::load(&config)?;
+            let desired = apply::desired_all(&cfg.cc).map_err(|(_, _, m)| failure::bad_value(m))?;
+            let changes = apply::apply(cfg.default_cc.as_deref(), &desired, check)?;
+            if json {
+                let v: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
+                println!("{}", serde_json::json!({"check": check, "changes": v}));
+            } else if changes.is_empty() {
+                println!("{}: nothing to change", config.display());
+            } else {
+                for c in &changes {
+                    println!("{}{c}", if check { "drift: " } else { "" });
+                }
+            }
+            if check && !changes.is_empty() {
+                bail!("{} differences between the system and {}", changes.len(), config.display());
+            }
+            Ok(())
         }
         Cmd::Check => {
             let r = check::evaluate(&check::gather(std::path::Path::new("/"), &kernel::module_dir()));
