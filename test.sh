@@ -8,7 +8,8 @@
 #                         and CLI (userspace/tests/netns.sh, root), and the
 #                         BPF CCs at real speed (userspace/tests/realspeed.sh),
 #                         the testbed's servers backend over SSH
-#                         (userspace/tests/servers.sh)
+#                         (userspace/tests/servers.sh), the systemd units
+#                         booted under systemd-nspawn (systemd.sh)
 #                      3. the kernel modules (incl. their event-sequence
 #                         tests), DCTCP against Linux's tcp_dctcp, the CLI and
 #                         the switch profiles in the qemu VM
@@ -54,6 +55,8 @@ if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
     userspace/tests/realspeed.sh
     echo "[test] the testbed's servers backend over SSH against four sshd namespaces (userspace/tests/servers.sh, ~30 s)" >&2
     userspace/tests/servers.sh
+    echo "[test] the systemd units under a real systemd (systemd-nspawn --boot of a Debian root; userspace/tests/systemd.sh)" >&2
+    userspace/tests/systemd.sh
 fi
 
 if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# packaging/systemd/ under a real systemd: a Debian root (debootstrap,
+# cached in ~/.cache/xdcc/nspawn/ keyed by its package list) booted by
+# systemd-nspawn --boot on this host's kernel, with the xdcc binary, the two
+# units (enabled) and a config file. After boot it checks, inside:
+#   - both units pass `systemd-analyze verify`;
+#   - xdcc.service ran `xdcc apply` at boot: bpf_uno registered, its network
+#     and tunable written, the (container's own network namespace's)
+#     default CC is bpf_uno;
+#   - xdcc-agent.service is running under its hardening, answers `xdcc
+#     stats`, and after `kill -9` systemd restarts it (a new PID, active).
+# Results come back through a bind-mounted directory; the container powers
+# itself off. Registrations are kernel-wide: what the container registered
+# is unregistered afterwards if it was not there before.
+#   userspace/tests/systemd.sh   (root; installs systemd-container and
+#                                 debootstrap, downloads ~60 MB of .debs once)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+X=$root/target/release/xdcc
+[[ $(id -u) == 0 ]] || { echo "systemd.sh: needs root" >&2; exit 2; }
+[[ -x $X ]] || { echo "systemd.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
+if ! command -v systemd-nspawn >/dev/null || ! command -v debootstrap >/dev/null; then
+    echo "[systemd] installing systemd-container and debootstrap" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd-container debootstrap >/dev/null
+fi
+pkgs=systemd,systemd-sysv,dbus,iproute2
+cache=${XDCC_CACHE:-$HOME/.cache/xdcc}/nspawn
+rootfs=$cache/bookworm-$(echo "$pkgs" | sha256sum | cut -c1-12)
+if [[ ! -x $rootfs/lib/systemd/systemd ]]; then
+    echo "[systemd] building a Debian root with debootstrap (once, cached in $rootfs)" >&2
+    rm -rf "$rootfs.tmp"; mkdir -p "$cache"
+    debootstrap --variant=minbase --include="$pkgs" bookworm "$rootfs.tmp" http://deb.debian.org/debian >"$cache/debootstrap.log" 2>&1 ||
+        { tail -20 "$cache/debootstrap.log" >&2; exit 1; }
+    mv "$rootfs.tmp" "$rootfs"
+fi
+work=$(mktemp -d /tmp/xdcc-systemd.XXXXXX)
+registered_before=$(grep -cw bpf_uno /proc/sys/net/ipv4/tcp_available_congestion_control || true)
+cleanup() {
+    [[ $registered_before != 0 ]] || "$X" cc unload uno --bpf >/dev/null 2>&1 || true
+    if [[ ${XDCC_KEEP:-0} == 1 ]]; then echo "[systemd] kept $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+fail() { echo "[systemd] FAIL: $*" >&2; [[ -s $work/nspawn.log ]] && tail -30 "$work/nspawn.log" >&2; exit 1; }
+
+# The container's /etc/systemd/system: the root's own, plus the two units
+# enabled as `systemctl enable` would, plus the probe that reports and powers off.
+cp -a "$rootfs/etc/systemd/system" "$work/system"
+cp "$root/packaging/systemd/xdcc.service" "$root/packaging/systemd/xdcc-agent.service" "$work/system/"
+mkdir -p "$work/system/sysinit.target.wants" "$work/system/multi-user.target.wants"
+ln -sf /etc/systemd/system/xdcc.service "$work/system/sysinit.target.wants/xdcc.service"
+ln -sf /etc/systemd/system/xdcc-agent.service "$work/system/multi-user.target.wants/xdcc-agent.service"
+cat >"$work/system/xdcc-probe.service" <<'UNIT'
+[Unit]
+Description=xdcc test probe (reports, then powers off)
+After=multi-user.target xdcc.service xdcc-agent.service
+[Service]
+Type=oneshot
+ExecStart=/bin/bash /probe.sh
+ExecStartPost=/bin/systemctl --no-block poweroff
+UNIT
+ln -sf /etc/systemd/system/xdcc-probe.service "$work/system/multi-user.target.wants/xdcc-probe.service"
+mkdir -p "$work/etc-xdcc" "$work/out"
+cat >"$work/etc-xdcc/xdcc.toml" <<'TOML'
+cgroup = "/sys/fs/cgroup/unified"
+default_cc = "bpf_uno"
+[cc.uno.net]
+link_rate_mbps = 25000
+[cc.uno.tunables]
+k_bytes = 31000
+TOML
+[[ -d /sys/fs/cgroup/unified ]] || sed -i 's|^cgroup = .*|cgroup = "/sys/fs/cgroup"|' "$work/etc-xdcc/xdcc.toml"
+cat >"$work/probe.sh" <<'PROBE'
+out=/out/result
+r() { echo "$1=$2" >>"$out"; }
+r verify "$(systemd-analyze verify --man=no /etc/systemd/system/xdcc.service /etc/systemd/system/xdcc-agent.service >/out/verify.log 2>&1 && echo ok || echo failed)"
+r apply_state "$(systemctl is-active xdcc.service)"
+r apply_result "$(systemctl show -P Result xdcc.service)"
+r registered "$(grep -cw bpf_uno /proc/sys/net/ipv4/tcp_available_congestion_control)"
+r net "$(xdcc tunable get bpf_uno net_link_rate_mbps 2>&1)"
+r k_bytes "$(xdcc tunable get bpf_uno k_bytes 2>&1)"
+r default_cc "$(cat /proc/sys/net/ipv4/tcp_congestion_control)"
+for _ in $(seq 50); do systemctl is-active -q xdcc-agent.service && [[ -S /run/xdcc/agent.sock ]] && break; sleep 0.2; done
+r agent_state "$(systemctl is-active xdcc-agent.service)"
+r agent_stats "$(xdcc stats >/out/stats.log 2>&1 && echo ok || echo failed)"
+r agent_nonewprivs "$(grep NoNewPrivs /proc/$(systemctl show -P MainPID xdcc-agent.service)/status | awk '{print $2}')"
+pid=$(systemctl show -P MainPID xdcc-agent.service)
+kill -9 "$pid"
+for _ in $(seq 50); do
+    new=$(systemctl show -P MainPID xdcc-agent.service)
+    [[ $new != 0 && $new != "$pid" ]] && systemctl is-active -q xdcc-agent.service && break
+    sleep 0.2
+done
+r restarted "$([[ $new != 0 && $new != "$pid" ]] && echo yes || echo no)"
+r agent_state_after "$(systemctl is-active xdcc-agent.service)"
+r restarts "$(systemctl show -P NRestarts xdcc-agent.service)"
+journalctl -u xdcc.service -u xdcc-agent.service --no-pager >/out/journal.log 2>&1
+r done yes
+PROBE
+
+echo "[systemd] booting the Debian root under systemd-nspawn (a real systemd as PID 1)" >&2
+timeout ${XDCC_NSPAWN_TIMEOUT:-180} systemd-nspawn -q -D "$rootfs" --register=no --keep-unit --boot --private-network \
+    --capability=all --system-call-filter="bpf perf_event_open" --read-only --volatile=overlay \
+    --bind=/sys/fs/bpf --bind="$work/out:/out" --bind-ro="$work/probe.sh:/probe.sh" \
+    --bind-ro="$X:/usr/bin/xdcc" --bind-ro="$work/etc-xdcc:/etc/xdcc" \
+    --bind-ro="$work/system:/etc/systemd/system" >"$work/nspawn.log" 2>&1 || fail "systemd-nspawn exited with $?"
+[[ -s $work/out/result ]] || fail "the probe reported nothing"
+declare -A r
+while IFS='=' read -r k v; do r[$k]=$v; done <"$work/out/result"
+[[ ${r[done]:-} == yes ]] || fail "the probe did not finish: $(cat "$work/out/result")"
+want() { [[ ${r[$1]:-} == "$2" ]] || fail "$1 = '${r[$1]:-}', want '$2' ($3)"; echo "[systemd] ok: $3 ($1 = ${r[$1]})"; }
+want verify ok "both units pass systemd-analyze verify$( [[ ${r[verify]} == ok ]] || echo ": $(cat "$work/out/verify.log")")"
+want apply_state active "xdcc.service ran at boot"
+want apply_result success "xdcc apply succeeded"
+want registered 1 "bpf_uno registered by the boot unit"
+want net 25000 "its network written"
+want k_bytes 31000 "its tunable written"
+want default_cc bpf_uno "the default CC set"
+want agent_state active "the agent runs"
+want agent_stats ok "the agent answers the CLI"
+want agent_nonewprivs 1 "under its hardening (NoNewPrivileges)"
+want restarted yes "killed, systemd restarted it"
+want agent_state_after active "and it is active again"
