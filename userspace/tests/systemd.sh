@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# packaging/systemd/ under a real systemd: a Debian root (debootstrap,
-# cached in ~/.cache/xdcc/nspawn/ keyed by its package list) booted by
-# systemd-nspawn --boot on this host's kernel, with the xdcc binary, the two
-# units (enabled) and a config file. After boot it checks, inside:
+# The Debian package (packaging/deb/build.sh) and its systemd units under a
+# real systemd: a Debian root (debootstrap, cached in ~/.cache/xdcc/nspawn/
+# keyed by its package list; each run works on an overlay of it) gets the
+# .deb installed with dpkg, offline as an image build would (its postinst
+# enables both units), and the test's /etc/xdcc/xdcc.toml; then
+# systemd-nspawn --boot boots it on this host's kernel. Inside it checks:
+#   - dpkg enabled both units;
 #   - both units pass `systemd-analyze verify`;
 #   - xdcc.service ran `xdcc apply` at boot: bpf_uno registered, its network
 #     and tunable written, the (container's own network namespace's)
 #     default CC is bpf_uno;
 #   - xdcc-agent.service is running under its hardening, answers `xdcc
-#     stats`, and after `kill -9` systemd restarts it (a new PID, active).
+#     stats`, and after `kill -9` systemd restarts it (a new PID, active);
+#   - `dpkg --purge xdcc` stops the agent and removes the binary and
+#     /etc/xdcc.
 # Results come back through a bind-mounted directory; the container powers
 # itself off. Registrations are kernel-wide: what the container registered
 # is unregistered afterwards if it was not there before.
@@ -38,19 +43,22 @@ work=$(mktemp -d /tmp/xdcc-systemd.XXXXXX)
 registered_before=$(grep -cw bpf_uno /proc/sys/net/ipv4/tcp_available_congestion_control || true)
 cleanup() {
     [[ $registered_before != 0 ]] || "$X" cc unload uno --bpf >/dev/null 2>&1 || true
+    mountpoint -q "$work/root" 2>/dev/null && umount "$work/root"
     if [[ ${XDCC_KEEP:-0} == 1 ]]; then echo "[systemd] kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 fail() { echo "[systemd] FAIL: $*" >&2; [[ -s $work/nspawn.log ]] && tail -30 "$work/nspawn.log" >&2; exit 1; }
 
-# The container's /etc/systemd/system: the root's own, plus the two units
-# enabled as `systemctl enable` would, plus the probe that reports and powers off.
-cp -a "$rootfs/etc/systemd/system" "$work/system"
-cp "$root/packaging/systemd/xdcc.service" "$root/packaging/systemd/xdcc-agent.service" "$work/system/"
-mkdir -p "$work/system/sysinit.target.wants" "$work/system/multi-user.target.wants"
-ln -sf /etc/systemd/system/xdcc.service "$work/system/sysinit.target.wants/xdcc.service"
-ln -sf /etc/systemd/system/xdcc-agent.service "$work/system/multi-user.target.wants/xdcc-agent.service"
-cat >"$work/system/xdcc-probe.service" <<'UNIT'
+# The package, and an overlay of the cached root to install it into.
+deb=$("$root/packaging/deb/build.sh" "$work/deb")
+mnt=$work/root
+mkdir -p "$work/upper" "$work/ovl" "$mnt" "$work/out"
+mount -t overlay overlay -o "lowerdir=$rootfs,upperdir=$work/upper,workdir=$work/ovl" "$mnt" ||
+    cp -a "$rootfs/." "$mnt/"
+nspawn() { systemd-nspawn -q -D "$mnt" --register=no --keep-unit --private-network "$@"; }
+echo "[systemd] dpkg -i $(basename "$deb") in the Debian root (offline)" >&2
+nspawn --bind-ro="$deb:/xdcc.deb" dpkg -i /xdcc.deb >"$work/dpkg.log" 2>&1 || fail "dpkg -i failed: $(cat "$work/dpkg.log")"
+cat >"$mnt/etc/systemd/system/xdcc-probe.service" <<'UNIT'
 [Unit]
 Description=xdcc test probe (reports, then powers off)
 After=multi-user.target xdcc.service xdcc-agent.service
@@ -59,8 +67,9 @@ Type=oneshot
 ExecStart=/bin/bash /probe.sh
 ExecStartPost=/bin/systemctl --no-block poweroff
 UNIT
-ln -sf /etc/systemd/system/xdcc-probe.service "$work/system/multi-user.target.wants/xdcc-probe.service"
-mkdir -p "$work/etc-xdcc" "$work/out"
+mkdir -p "$mnt/etc/systemd/system/multi-user.target.wants"
+ln -sf /etc/systemd/system/xdcc-probe.service "$mnt/etc/systemd/system/multi-user.target.wants/xdcc-probe.service"
+mkdir -p "$work/etc-xdcc"
 cat >"$work/etc-xdcc/xdcc.toml" <<'TOML'
 cgroup = "/sys/fs/cgroup/unified"
 default_cc = "bpf_uno"
@@ -70,10 +79,12 @@ link_rate_mbps = 25000
 k_bytes = 31000
 TOML
 [[ -d /sys/fs/cgroup/unified ]] || sed -i 's|^cgroup = .*|cgroup = "/sys/fs/cgroup"|' "$work/etc-xdcc/xdcc.toml"
+cp "$work/etc-xdcc/xdcc.toml" "$mnt/etc/xdcc/xdcc.toml"
 cat >"$work/probe.sh" <<'PROBE'
 out=/out/result
 r() { echo "$1=$2" >>"$out"; }
-r verify "$(systemd-analyze verify --man=no /etc/systemd/system/xdcc.service /etc/systemd/system/xdcc-agent.service >/out/verify.log 2>&1 && echo ok || echo failed)"
+r enabled "$(systemctl is-enabled xdcc.service) $(systemctl is-enabled xdcc-agent.service)"
+r verify "$(systemd-analyze verify --man=no /lib/systemd/system/xdcc.service /lib/systemd/system/xdcc-agent.service >/out/verify.log 2>&1 && echo ok || echo failed)"
 r apply_state "$(systemctl is-active xdcc.service)"
 r apply_result "$(systemctl show -P Result xdcc.service)"
 r registered "$(grep -cw bpf_uno /proc/sys/net/ipv4/tcp_available_congestion_control)"
@@ -95,20 +106,23 @@ r restarted "$([[ $new != 0 && $new != "$pid" ]] && echo yes || echo no)"
 r agent_state_after "$(systemctl is-active xdcc-agent.service)"
 r restarts "$(systemctl show -P NRestarts xdcc-agent.service)"
 journalctl -u xdcc.service -u xdcc-agent.service --no-pager >/out/journal.log 2>&1
+dpkg --purge xdcc >/out/purge.log 2>&1
+r purged_agent "$(systemctl is-active xdcc-agent.service)"
+r purged_files "$(for f in /usr/bin/xdcc /etc/xdcc /lib/systemd/system/xdcc.service; do [ -e $f ] && echo $f; done | wc -l)"
 r done yes
 PROBE
 
 echo "[systemd] booting the Debian root under systemd-nspawn (a real systemd as PID 1)" >&2
-timeout ${XDCC_NSPAWN_TIMEOUT:-180} systemd-nspawn -q -D "$rootfs" --register=no --keep-unit --boot --private-network \
-    --capability=all --system-call-filter="bpf perf_event_open" --read-only --volatile=overlay \
-    --bind=/sys/fs/bpf --bind="$work/out:/out" --bind-ro="$work/probe.sh:/probe.sh" \
-    --bind-ro="$X:/usr/bin/xdcc" --bind-ro="$work/etc-xdcc:/etc/xdcc" \
-    --bind-ro="$work/system:/etc/systemd/system" >"$work/nspawn.log" 2>&1 || fail "systemd-nspawn exited with $?"
+timeout "${XDCC_NSPAWN_TIMEOUT:-180}" systemd-nspawn -q -D "$mnt" --register=no --keep-unit --private-network --boot \
+    --capability=all --system-call-filter="bpf perf_event_open" \
+    --bind=/sys/fs/bpf --bind="$work/out:/out" --bind-ro="$work/probe.sh:/probe.sh" >"$work/nspawn.log" 2>&1 \
+    || fail "systemd-nspawn exited with $?"
 [[ -s $work/out/result ]] || fail "the probe reported nothing"
 declare -A r
 while IFS='=' read -r k v; do r[$k]=$v; done <"$work/out/result"
 [[ ${r[done]:-} == yes ]] || fail "the probe did not finish: $(cat "$work/out/result")"
 want() { [[ ${r[$1]:-} == "$2" ]] || fail "$1 = '${r[$1]:-}', want '$2' ($3)"; echo "[systemd] ok: $3 ($1 = ${r[$1]})"; }
+want enabled "enabled enabled" "dpkg -i enabled both units"
 want verify ok "both units pass systemd-analyze verify$( [[ ${r[verify]} == ok ]] || echo ": $(cat "$work/out/verify.log")")"
 want apply_state active "xdcc.service ran at boot"
 want apply_result success "xdcc apply succeeded"
@@ -121,3 +135,5 @@ want agent_stats ok "the agent answers the CLI"
 want agent_nonewprivs 1 "under its hardening (NoNewPrivileges)"
 want restarted yes "killed, systemd restarted it"
 want agent_state_after active "and it is active again"
+want purged_agent inactive "dpkg --purge stopped the agent"
+want purged_files 0 "and removed /usr/bin/xdcc, the units and /etc/xdcc"
