@@ -17,17 +17,17 @@
 # Results come back through a bind-mounted directory; the container powers
 # itself off. Registrations are kernel-wide: what the container registered
 # is unregistered afterwards if it was not there before.
-#   userspace/tests/systemd.sh   (root; installs systemd-container and
-#                                 debootstrap, downloads ~60 MB of .debs once)
+#   userspace/tests/systemd.sh   (root; installs systemd-container, debootstrap
+#                                 and dpkg-dev, downloads ~60 MB of .debs once)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 X=$root/target/release/xdcc
 [[ $(id -u) == 0 ]] || { echo "systemd.sh: needs root" >&2; exit 2; }
 [[ -x $X ]] || { echo "systemd.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
-if ! command -v systemd-nspawn >/dev/null || ! command -v debootstrap >/dev/null; then
-    echo "[systemd] installing systemd-container and debootstrap" >&2
+if ! command -v systemd-nspawn >/dev/null || ! command -v debootstrap >/dev/null || ! command -v dpkg-shlibdeps >/dev/null; then
+    echo "[systemd] installing systemd-container, debootstrap and dpkg-dev" >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd-container debootstrap >/dev/null
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd-container debootstrap dpkg-dev >/dev/null
 fi
 pkgs=systemd,systemd-sysv,dbus,iproute2
 cache=${XDCC_CACHE:-$HOME/.cache/xdcc}/nspawn
