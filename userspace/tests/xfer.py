@@ -4,7 +4,9 @@
   xfer.py recv --port P [--bind ADDR] [--cc NAME] --out FILE   # one connection
   xfer.py send --to ADDR --port P --bytes N [--cc NAME] [--rate-file F]
 
-Both print/write one JSON object: bytes, sha256, local and remote address.
+Both print/write one JSON object: bytes, sha256, local and remote address,
+and the connection's congestion control and whether ECN was negotiated (as
+the socket says at the end: TCP_CONGESTION, tcpi_options & TCPI_OPT_ECN).
 The sender sends random data, shuts down its write side and waits for the
 receiver's close, so every byte is acknowledged before it exits.
 """
@@ -20,6 +22,13 @@ def addr_family(a):
 def set_cc(s, cc):
     if cc:
         s.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc.encode())
+
+
+def cc_ecn(s):
+    """The socket's CC and whether ECN was negotiated (tcp_info.tcpi_options)."""
+    cc = s.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).split(b"\0")[0].decode()
+    info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)
+    return {"cc": cc, "ecn": bool(info[5] & 8)}
 
 
 def ends(s):
@@ -44,6 +53,7 @@ def recv(a):
         open(a.ready, "w").close()
     conn, _ = srv.accept()
     conn.settimeout(a.timeout)
+    tcp = cc_ecn(conn)
     h, n = hashlib.sha256(), 0
     while True:
         b = conn.recv(1 << 16)
@@ -53,7 +63,7 @@ def recv(a):
         n += len(b)
     local, remote = ends(conn)
     conn.close()
-    out = {"bytes": n, "sha256": h.hexdigest(), "local": local, "remote": remote}
+    out = {"bytes": n, "sha256": h.hexdigest(), "local": local, "remote": remote, **tcp}
     with open(a.out, "w") as f:
         json.dump(out, f)
 
@@ -74,11 +84,12 @@ def send(a):
         s.sendall(chunk)
         h.update(chunk)
         left -= len(chunk)
+    tcp = cc_ecn(s)
     s.shutdown(socket.SHUT_WR)
     while s.recv(1 << 16):
         pass
     s.close()
-    print(json.dumps({"bytes": a.bytes, "sha256": h.hexdigest(), "local": local, "remote": remote}))
+    print(json.dumps({"bytes": a.bytes, "sha256": h.hexdigest(), "local": local, "remote": remote, **tcp}))
 
 
 p = argparse.ArgumentParser()

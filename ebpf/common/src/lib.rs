@@ -146,7 +146,9 @@ pub struct FlowStats {
     /// Rounds left during which the flow's recovery does not count against
     /// its new path (after a move).
     pub settle_rounds: u32,
-    pub _pad: u32,
+    /// The `[[policy]]` entry (1-based) that chose the flow's CC; 0: none
+    /// (no entry matched, or the CC is not the entry's).
+    pub policy: u32,
 
     /// RTT samples per bucket (see `rtt_bucket`).
     pub rtt_hist: [u32; RTT_BUCKETS],
@@ -186,7 +188,7 @@ impl FlowStats {
             congested_run: 0,
             lossy_run: 0,
             settle_rounds: 0,
-            _pad: 0,
+            policy: 0,
             rtt_hist: [0; RTT_BUCKETS],
         }
     }
@@ -292,6 +294,27 @@ pub struct Counters {
     pub insert_failures: u64,
     pub labels_rewritten: u64,
 }
+
+/// Destinations → congestion control (the agent's `[[policy]]` entries):
+/// the value of the `CC_POLICY` LPM trie, keyed by the peer's address as 16
+/// bytes (IPv4 v4-mapped, so an IPv4 prefix of length p is one of 96 + p).
+/// The sock_ops program sets the CC of a connection to a matching peer
+/// before its SYN (active side) or once established (passive side), and
+/// answers "needs ECN" for it so ECN is negotiated whatever the listener's
+/// CC is.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CcPolicy {
+    /// 1-based position of the entry in the configuration file.
+    pub index: u32,
+    /// 1: the CC needs ECN (`TCP_CONG_NEEDS_ECN`).
+    pub needs_ecn: u32,
+    /// The CC's name, NUL padded (`TCP_CA_NAME_MAX`).
+    pub cc: [u8; 16],
+}
+
+/// Most `[[policy]]` entries.
+pub const MAX_POLICIES: u32 = 1024;
 
 /// Uno's phantom queue at a switch port (uno-sc25 §4.1; htsim
 /// compositequeue.cpp): a virtual queue that grows by every packet entering
@@ -591,6 +614,8 @@ mod pod {
     unsafe impl aya::Pod for super::FlowKey {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::FlowStats {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::CcPolicy {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::Config {}
     // SAFETY: as above.

@@ -1,10 +1,18 @@
 //! `xdcc_sockops` (cgroup sock_ops): the flow table's lifecycle, one RTT
 //! sample and one transport snapshot per round trip, the ECE fraction of each
-//! round, and the decision to reroute (carried out by `reroute.rs`).
+//! round, the decision to reroute (carried out by `reroute.rs`), and the CC
+//! per destination (`CC_POLICY`): set before a connection's SYN, or on an
+//! accepted one once established, with ECN negotiated for it.
 
-use aya_ebpf::{bindings::bpf_sock_ops, helpers::bpf_getsockopt, macros::{map, sock_ops}, maps::PerCpuArray, programs::SockOpsContext};
+use aya_ebpf::{
+    bindings::bpf_sock_ops,
+    helpers::{bpf_getsockopt, bpf_setsockopt},
+    macros::{map, sock_ops},
+    maps::{lpm_trie::Key, LpmTrie, PerCpuArray},
+    programs::SockOpsContext,
+};
 use aya_log_ebpf::warn;
-use xdcc_common::{rtt_bucket, FlowKey, FlowStats, RerouteReason, RTT_BUCKETS};
+use xdcc_common::{rtt_bucket, CcPolicy, FlowKey, FlowStats, RerouteReason, MAX_POLICIES, RTT_BUCKETS};
 
 use crate::reroute::{first_path, forced, mark_healthy, reroute};
 use crate::{config, count, now_ns, FLOWS};
@@ -14,13 +22,19 @@ use crate::{config, count, now_ns, FLOWS};
 #[map]
 static SCRATCH: PerCpuArray<FlowStats> = PerCpuArray::with_max_entries(1, 0);
 
+/// Peer prefixes → CC (the agent's `[[policy]]` entries); see `CcPolicy`.
+#[map]
+static CC_POLICY: LpmTrie<[u8; 16], CcPolicy> = LpmTrie::with_max_entries(MAX_POLICIES, 0);
+
 // --- constants from the uapi headers ---
 const AF_INET: u32 = 2;
 const AF_INET6: u32 = 10;
 const SOL_TCP: i32 = 6;
 const TCP_CONGESTION: i32 = 13;
+const OP_TCP_CONNECT: u32 = 3;
 const OP_ACTIVE_ESTABLISHED: u32 = 4;
 const OP_PASSIVE_ESTABLISHED: u32 = 5;
+const OP_NEEDS_ECN: u32 = 6;
 const OP_RTO: u32 = 8;
 const OP_STATE: u32 = 10;
 const OP_RTT: u32 = 12;
@@ -122,6 +136,16 @@ pub fn xdcc_sockops(ctx: SockOpsContext) -> u32 {
         return 1;
     }
     match s.op {
+        OP_TCP_CONNECT => {
+            if let Some(p) = policy(&s) {
+                set_cc(&ctx, p);
+            }
+        }
+        OP_NEEDS_ECN => {
+            if policy(&s).is_some_and(|p| p.needs_ecn != 0) {
+                ctx.set_reply(1);
+            }
+        }
         OP_ACTIVE_ESTABLISHED | OP_PASSIVE_ESTABLISHED => on_established(&ctx, &s),
         OP_RTT => on_round(&ctx, &s),
         OP_RTO => on_rto(&ctx, &s),
@@ -131,8 +155,32 @@ pub fn xdcc_sockops(ctx: SockOpsContext) -> u32 {
     1
 }
 
+/// The policy entry for this connection's peer, if any.
+#[inline(always)]
+fn policy(s: &OpsSnapshot) -> Option<&'static CcPolicy> {
+    CC_POLICY.get(Key::new(128, s.key().remote_addr))
+}
+
+/// setsockopt(TCP_CONGESTION) to the entry's CC (a failure, e.g. a CC not
+/// registered, leaves the socket's CC as it was).
+#[inline(always)]
+fn set_cc(ctx: &SockOpsContext, p: &CcPolicy) {
+    let mut name = p.cc;
+    // SAFETY: setsockopt(TCP_CONGESTION) from sock_ops on a full socket
+    // (connect and established callbacks are) with a 16-byte NUL-padded name.
+    unsafe {
+        bpf_setsockopt(ctx.ops as *mut _, SOL_TCP, TCP_CONGESTION, name.as_mut_ptr() as *mut _, 16);
+    }
+}
+
 fn on_established(ctx: &SockOpsContext, s: &OpsSnapshot) {
     let key = s.key();
+    let pol = policy(s);
+    if s.op == OP_PASSIVE_ESTABLISHED {
+        if let Some(p) = pol {
+            set_cc(ctx, p);
+        }
+    }
     let now = now_ns();
     let cfg = config();
     let Some(st) = SCRATCH.get_ptr_mut(0) else {
@@ -150,6 +198,11 @@ fn on_established(ctx: &SockOpsContext, s: &OpsSnapshot) {
     // from sock_ops on a full socket (established callbacks are).
     unsafe {
         bpf_getsockopt(ctx.ops as *mut _, SOL_TCP, TCP_CONGESTION, st.cc.as_mut_ptr() as *mut _, 16);
+    }
+    if let Some(p) = pol {
+        if p.cc == st.cc {
+            st.policy = p.index;
+        }
     }
     st.path_id = first_path(&key, &cfg, now);
     if FLOWS.insert(&key, &*st, 0).is_err() {

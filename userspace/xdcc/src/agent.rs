@@ -229,6 +229,15 @@ pub async fn run(cfg: AgentConfig) -> Result<()> {
     let mut bpf = ebpf::load()?;
     let logger = aya_log::EbpfLogger::init(&mut bpf).context("initialising aya-log")?;
     ebpf::set_config(&mut bpf, &cfg.reroute.to_bpf())?;
+    ebpf::policy_set(&mut bpf, &cfg.policy)?;
+    if !cfg.policy.is_empty() {
+        let avail = crate::kernel::read_sysctl("net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+        for (i, p) in cfg.policy.iter().enumerate() {
+            if !avail.split_whitespace().any(|c| c == p.cc) {
+                log::warn!("[[policy]] #{} ({} -> {}): {} is not registered yet; its connections keep their CC until it is", i + 1, p.prefix, p.cc, p.cc);
+            }
+        }
+    }
     ebpf::attach_sockops(&mut bpf, &cfg.cgroup)?;
     for iface in &cfg.interfaces {
         check_interface(iface).await?;

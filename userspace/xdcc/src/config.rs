@@ -44,6 +44,46 @@ pub struct AgentConfig {
     pub default_cc: Option<String>,
     /// `xdcc apply`: the CCs to register and configure.
     pub cc: std::collections::BTreeMap<String, crate::apply::CcConfig>,
+    /// The agent: the CC of new connections per peer prefix (`[[policy]]`).
+    pub policy: Vec<PolicyEntry>,
+}
+
+/// One `[[policy]]` entry: connections of the tracked cgroup to or from a
+/// peer in `prefix` run `cc` (the longest matching prefix wins).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyEntry {
+    pub prefix: String,
+    pub cc: String,
+}
+
+impl PolicyEntry {
+    /// The LPM trie key: prefix length and the address as 16 bytes (IPv4
+    /// v4-mapped: an IPv4 /p is /96+p), or why the prefix is not one.
+    pub fn key(&self) -> Result<(u32, [u8; 16]), String> {
+        let (addr, len) = self.prefix.split_once('/').ok_or_else(|| format!("prefix `{}` has no /length", self.prefix))?;
+        let ip: std::net::IpAddr = addr.parse().map_err(|_| format!("prefix `{}`: `{addr}` is not an address", self.prefix))?;
+        let max = if ip.is_ipv4() { 32 } else { 128 };
+        let len: u32 = len.parse().ok().filter(|l| *l <= max).ok_or_else(|| format!("prefix `{}`: length must be 0..={max}", self.prefix))?;
+        let (bytes, len) = match ip {
+            std::net::IpAddr::V4(v4) => (v4.to_ipv6_mapped().octets(), 96 + len),
+            std::net::IpAddr::V6(v6) => (v6.octets(), len),
+        };
+        let host_bits = u128::from_be_bytes(bytes) & (u128::MAX.checked_shr(len).unwrap_or(0));
+        if host_bits != 0 {
+            return Err(format!("prefix `{}` has host bits set", self.prefix));
+        }
+        Ok((len, bytes))
+    }
+
+    /// The map value for entry number `index` (1-based).
+    pub fn value(&self, index: u32) -> xdcc_common::CcPolicy {
+        let mut cc = [0u8; 16];
+        cc[..self.cc.len()].copy_from_slice(self.cc.as_bytes());
+        let algo = self.cc.strip_prefix("bpf_").unwrap_or(&self.cc);
+        let needs_ecn = xdcc_algo::CCS.iter().any(|c| c.name == algo && c.needs_ecn) || algo == "dctcp";
+        xdcc_common::CcPolicy { index, needs_ecn: needs_ecn as u32, cc }
+    }
 }
 
 impl Default for AgentConfig {
@@ -57,6 +97,7 @@ impl Default for AgentConfig {
             reroute: RerouteSettings::default(),
             default_cc: None,
             cc: Default::default(),
+            policy: Vec::new(),
         }
     }
 }
@@ -224,6 +265,19 @@ impl AgentConfig {
                 .unwrap_or_else(|| section_line(text, &format!("cc.{cc}")));
             return Err(format!("{line}: {msg}"));
         }
+        for (i, p) in cfg.policy.iter().enumerate() {
+            let line = nth_header_line(text, "policy", i);
+            p.key().map_err(|e| format!("{line}: [[policy]] #{}: {e}", i + 1))?;
+            if p.cc.is_empty() || p.cc.len() > 15 || !p.cc.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(format!("{line}: [[policy]] #{}: cc = \"{}\" is not a congestion control name", i + 1, p.cc));
+            }
+            if xdcc_common::MAX_POLICIES as usize <= i {
+                return Err(format!("{line}: at most {} [[policy]] entries", xdcc_common::MAX_POLICIES));
+            }
+            if let Some(j) = cfg.policy[..i].iter().position(|q| q.key() == p.key()) {
+                return Err(format!("{line}: [[policy]] #{}: prefix {} is already entry #{}", i + 1, p.prefix, j + 1));
+            }
+        }
         if let Some(d) = &cfg.default_cc {
             if d.is_empty() || d.len() > 15 || !d.bytes().all(|b| b.is_ascii_graphic()) {
                 return Err(at(None, "default_cc", format!("default_cc = \"{d}\" is not a congestion control name")));
@@ -235,6 +289,12 @@ impl AgentConfig {
 
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Line of the n-th (0-based) `[[name]]` header, 1 if there is none.
+fn nth_header_line(text: &str, name: &str, n: usize) -> usize {
+    let h = format!("[[{name}]]");
+    text.lines().enumerate().filter(|(_, l)| l.trim() == h).nth(n).map_or(1, |(i, _)| i + 1)
 }
 
 /// Line of the header `[section]` (or the first `[section.*]`), 1 if none.
@@ -304,12 +364,31 @@ mod tests {
             ("[cc.uno]\nbackend = \"ebpf\"\n", "2: ", "expected `bpf` or `module`"),
             ("[cc.gemini.net]\nmtu = 10\n", "1: ", "mtu"),
             ("default_cc = \"a b\"\n", "1: ", "default_cc"),
+            ("[[policy]]\nprefix = \"10.0.0.0/8\"\ncc = \"bpf_uno\"\n[[policy]]\nprefix = \"10.1.0.0/33\"\ncc = \"cubic\"\n", "4: ", "0..=32"),
+            ("[[policy]]\nprefix = \"10.0.0.1/8\"\ncc = \"cubic\"\n", "1: ", "host bits"),
+            ("[[policy]]\nprefix = \"fd00::/64\"\ncc = \"a-name-longer-than-15\"\n", "1: ", "not a congestion control"),
+            ("[[policy]]\nprefix = \"fd00::/64\"\ncc = \"cubic\"\n[[policy]]\nprefix = \"fd00::/64\"\ncc = \"bbr\"\n", "4: ", "already entry #1"),
+            ("[[policy]]\nprefix = \"10.0.0.0/8\"\ncc = \"cubic\"\nports = [80]\n", "4: ", "ports"),
         ];
         for (text, line, word) in cases {
             let e = AgentConfig::parse(text).unwrap_err();
             assert!(e.starts_with(line), "{text:?}: {e}");
             assert!(e.contains(word), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn policy_prefixes_become_lpm_keys() {
+        let e = |p: &str, cc: &str| PolicyEntry { prefix: p.into(), cc: cc.into() };
+        let (len, b) = e("10.1.0.0/16", "bpf_uno").key().unwrap();
+        assert_eq!(len, 96 + 16);
+        assert_eq!(&b[10..14], &[0xff, 0xff, 10, 1]);
+        assert_eq!(e("fd00::/8", "cubic").key().unwrap().0, 8);
+        assert_eq!(e("0.0.0.0/0", "cubic").key().unwrap().0, 96);
+        let v = e("10.1.0.0/16", "bpf_uno").value(3);
+        assert_eq!((v.index, v.needs_ecn, &v.cc[..8]), (3, 1, &b"bpf_uno\0"[..]));
+        assert_eq!(e("::/0", "cubic").value(1).needs_ecn, 0);
+        assert_eq!(e("::/0", "dctcp").value(1).needs_ecn, 1);
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub struct FlowView {
     pub flow_label: Option<u32>,
     pub reroutes: u32,
     pub last_reroute: String,
+    /// The agent's `[[policy]]` entry (1-based) that chose this flow's CC.
+    #[serde(default)]
+    pub policy: Option<u32>,
     /// The xdcc CC's own state (module get_info / BPF flow iterator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cc_state: Option<CcState>,
@@ -126,6 +129,7 @@ pub fn from_ebpf(key: &FlowKey, st: &FlowStats, sock: Option<&TcpSocket>, now_ns
         flow_label: (key.family == 6).then(|| path_label(st.path_id, salt)),
         reroutes: st.reroutes,
         last_reroute: RerouteReason::from_u32(st.last_reason).name().into(),
+        policy: (st.policy != 0).then_some(st.policy),
         cc_state: None,
     };
     if let Some(s) = sock {
@@ -185,6 +189,7 @@ pub fn from_socket(s: &TcpSocket) -> FlowView {
         path_id: None,
         flow_label: None,
         reroutes: 0,
+        policy: None,
         cc_state: s.cc_state.clone(),
     }
 }
@@ -231,7 +236,7 @@ fn opt(v: Option<u32>) -> String {
 pub fn render_table(rows: &[FlowView]) -> String {
     let header = [
         "LOCAL", "REMOTE", "CC", "STATE", "SENT", "ACKED", "RCVD", "CE", "ECE", "ECN%", "RTT(us) min/srtt/p99", "CWND",
-        "RETX", "PATH", "RR", "CC STATE",
+        "RETX", "PATH", "RR", "POLICY", "CC STATE",
     ];
     let mut cells: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in rows {
@@ -251,6 +256,7 @@ pub fn render_table(rows: &[FlowView]) -> String {
             r.retrans.to_string(),
             opt(r.path_id),
             r.reroutes.to_string(),
+            r.policy.map(|i| format!("#{i}")).unwrap_or_else(|| "-".into()),
             r.cc_state.as_ref().map(|c| c.summary()).unwrap_or_else(|| "-".into()),
         ]);
     }
