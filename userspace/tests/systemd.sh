@@ -12,6 +12,8 @@
 #     default CC is bpf_uno;
 #   - xdcc-agent.service is running under its hardening, answers `xdcc
 #     stats`, and after `kill -9` systemd restarts it (a new PID, active);
+#   - lintian is clean on the package; `xdcc --version` and `xdcc check`
+#     run in the root; one man page per subcommand is installed;
 #   - `dpkg --purge xdcc` stops the agent and removes the binary and
 #     /etc/xdcc.
 # Results come back through a bind-mounted directory; the container powers
@@ -24,10 +26,11 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 X=$root/target/release/xdcc
 [[ $(id -u) == 0 ]] || { echo "systemd.sh: needs root" >&2; exit 2; }
 [[ -x $X ]] || { echo "systemd.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
-if ! command -v systemd-nspawn >/dev/null || ! command -v debootstrap >/dev/null || ! command -v dpkg-shlibdeps >/dev/null; then
-    echo "[systemd] installing systemd-container, debootstrap and dpkg-dev" >&2
+if ! command -v systemd-nspawn >/dev/null || ! command -v debootstrap >/dev/null || ! command -v dpkg-shlibdeps >/dev/null ||
+    ! command -v lintian >/dev/null; then
+    echo "[systemd] installing systemd-container, debootstrap, dpkg-dev and lintian" >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd-container debootstrap dpkg-dev >/dev/null
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd-container debootstrap dpkg-dev lintian >/dev/null
 fi
 pkgs=systemd,systemd-sysv,dbus,iproute2
 cache=${XDCC_CACHE:-$HOME/.cache/xdcc}/nspawn
@@ -51,6 +54,9 @@ fail() { echo "[systemd] FAIL: $*" >&2; [[ -s $work/nspawn.log ]] && tail -30 "$
 
 # The package, and an overlay of the cached root to install it into.
 deb=$("$root/packaging/deb/build.sh" "$work/deb")
+tags=$(lintian "$deb" 2>&1 | grep -v 'root privileges' || true)
+[[ -z $tags ]] || fail "lintian: $tags"
+echo "[systemd] ok: lintian is clean on $(basename "$deb")" >&2
 mnt=$work/root
 mkdir -p "$work/upper" "$work/ovl" "$mnt" "$work/out"
 mount -t overlay overlay -o "lowerdir=$rootfs,upperdir=$work/upper,workdir=$work/ovl" "$mnt" ||
@@ -106,6 +112,9 @@ r restarted "$([[ $new != 0 && $new != "$pid" ]] && echo yes || echo no)"
 r agent_state_after "$(systemctl is-active xdcc-agent.service)"
 r restarts "$(systemctl show -P NRestarts xdcc-agent.service)"
 journalctl -u xdcc.service -u xdcc-agent.service --no-pager >/out/journal.log 2>&1
+r version "$(xdcc --version)"
+xdcc check >/out/check.log 2>&1; r check_rc $?
+r man_pages "$(ls /usr/share/man/man1/xdcc*.1.gz | wc -l)"
 dpkg --purge xdcc >/out/purge.log 2>&1
 r purged_agent "$(systemctl is-active xdcc-agent.service)"
 r purged_files "$(for f in /usr/bin/xdcc /etc/xdcc /lib/systemd/system/xdcc.service; do [ -e $f ] && echo $f; done | wc -l)"
@@ -135,5 +144,9 @@ want agent_stats ok "the agent answers the CLI"
 want agent_nonewprivs 1 "under its hardening (NoNewPrivileges)"
 want restarted yes "killed, systemd restarted it"
 want agent_state_after active "and it is active again"
+want version "xdcc $(sed -n 's/^version = "\(.*\)"/\1/p' "$root/userspace/xdcc/Cargo.toml" | head -1)" "xdcc --version in the root"
+want check_rc 0 "xdcc check in the root: every CC has a backend$( [[ ${r[check_rc]} == 0 ]] || echo ": $(cat "$work/out/check.log")")"
+[[ ${r[man_pages]:-0} -gt 20 ]] || fail "man pages installed: ${r[man_pages]:-0}"
+echo "[systemd] ok: ${r[man_pages]} man pages installed (one per command and subcommand)"
 want purged_agent inactive "dpkg --purge stopped the agent"
 want purged_files 0 "and removed /usr/bin/xdcc, the units and /etc/xdcc"

@@ -216,8 +216,13 @@ enum Cmd {
         shell: clap_complete::Shell,
     },
     /// Print the xdcc(1) man page, generated from these definitions (roff:
-    /// `xdcc man > /usr/local/share/man/man1/xdcc.1`).
-    Man,
+    /// `xdcc man > /usr/local/share/man/man1/xdcc.1`), or with --out write
+    /// one page per command and subcommand there (xdcc.1, xdcc-cc.1,
+    /// xdcc-cc-load.1, ...).
+    Man {
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -292,8 +297,10 @@ enum TunableCmd {
     List {
         cc: String,
     },
+    /// One tunable's value.
     Get { cc: String, name: String },
-    /// Validated before writing: a bad name or value changes nothing.
+    /// Write one tunable, validated before writing: a bad name or value
+    /// changes nothing.
     Set { cc: String, name: String, value: String },
     /// Apply a named preset (a set of tunables derived from the CC's current
     /// `net_*` network: `paper` = the paper's defaults, `uno-artifact` = as
@@ -660,10 +667,15 @@ fn run(cli: Cli) -> Result<()> {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "xdcc", &mut std::io::stdout());
             Ok(())
         }
-        Cmd::Man => {
+        Cmd::Man { out: None } => {
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
                 .render(&mut std::io::stdout())
                 .context("writing the man page")
+        }
+        Cmd::Man { out: Some(dir) } => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), &dir)
+                .with_context(|| format!("writing the man pages to {}", dir.display()))
         }
     }
 }
