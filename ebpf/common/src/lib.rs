@@ -293,7 +293,24 @@ pub struct Counters {
     /// Flows that could not be inserted.
     pub insert_failures: u64,
     pub labels_rewritten: u64,
+    /// Closed flows whose final record did not fit the `CLOSED` ring buffer
+    /// (the agent fell behind); their entry stays in the flow table for the
+    /// agent's harvest, where LRU eviction may still take it.
+    pub closed_ring_full: u64,
 }
+
+/// A closed flow's final record, sent to the agent through the `CLOSED`
+/// ring buffer when the socket closes (the flow table's entry is then
+/// deleted, so churn does not evict records before the agent reads them).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ClosedFlow {
+    pub key: FlowKey,
+    pub stats: FlowStats,
+}
+
+/// Size of the `CLOSED` ring buffer: ~13,000 final records.
+pub const CLOSED_RING_BYTES: u32 = 8 << 20;
 
 /// Destinations → congestion control (the agent's `[[policy]]` entries):
 /// the value of the `CC_POLICY` LPM trie, keyed by the peer's address as 16

@@ -8,11 +8,11 @@ use aya_ebpf::{
     bindings::bpf_sock_ops,
     helpers::{bpf_getsockopt, bpf_setsockopt},
     macros::{map, sock_ops},
-    maps::{lpm_trie::Key, LpmTrie, PerCpuArray},
+    maps::{lpm_trie::Key, LpmTrie, PerCpuArray, RingBuf},
     programs::SockOpsContext,
 };
 use aya_log_ebpf::warn;
-use xdcc_common::{rtt_bucket, CcPolicy, FlowKey, FlowStats, RerouteReason, MAX_POLICIES, RTT_BUCKETS};
+use xdcc_common::{rtt_bucket, CcPolicy, ClosedFlow, FlowKey, FlowStats, RerouteReason, CLOSED_RING_BYTES, MAX_POLICIES, RTT_BUCKETS};
 
 use crate::reroute::{first_path, forced, mark_healthy, reroute};
 use crate::{config, count, now_ns, FLOWS};
@@ -21,6 +21,10 @@ use crate::{config, count, now_ns, FLOWS};
 /// BPF stack).
 #[map]
 static SCRATCH: PerCpuArray<FlowStats> = PerCpuArray::with_max_entries(1, 0);
+
+/// Final records of closed flows, for the agent (see `ClosedFlow`).
+#[map]
+static CLOSED: RingBuf = RingBuf::with_byte_size(CLOSED_RING_BYTES, 0);
 
 /// Peer prefixes → CC (the agent's `[[policy]]` entries); see `CcPolicy`.
 #[map]
@@ -319,5 +323,23 @@ fn on_state(s: &OpsSnapshot) {
             st.total_retrans = s.total_retrans;
         }
         count(|c| c.flows_closed = c.flows_closed.wrapping_add(1));
+        // The final record goes to the agent now, and the entry leaves the
+        // table: under churn an LRU table would evict closed entries before
+        // a periodic harvest read them. A full ring buffer keeps the entry
+        // for the harvest, counted.
+        match CLOSED.reserve::<ClosedFlow>(0) {
+            Some(mut rec) => {
+                // SAFETY: `rec` is a reserved ring-buffer slot of
+                // ClosedFlow's size; `st` a live map value; they do not overlap.
+                unsafe {
+                    let p = rec.as_mut_ptr();
+                    core::ptr::write(core::ptr::addr_of_mut!((*p).key), key);
+                    core::ptr::copy_nonoverlapping(st as *const FlowStats, core::ptr::addr_of_mut!((*p).stats), 1);
+                }
+                rec.submit(0);
+                let _ = FLOWS.remove(&key);
+            }
+            None => count(|c| c.closed_ring_full = c.closed_ring_full.wrapping_add(1)),
+        }
     }
 }

@@ -38,8 +38,10 @@ use crate::{
 pub struct State {
     bpf: Ebpf,
     pub settings: RerouteSettings,
-    /// Closed flows copied out of the kernel map, with when they were seen closed.
-    retained: HashMap<FlowKey, (FlowStats, Instant)>,
+    /// Closed flows, with when they were seen closed, by their 4-tuple and
+    /// establishment time: a connection that reuses a 4-tuple (common under
+    /// churn) is another flow, not an update of the first.
+    retained: HashMap<(FlowKey, u64), (FlowStats, Instant)>,
     retain: Duration,
     started: Instant,
     cgroup: PathBuf,
@@ -61,6 +63,9 @@ pub struct Stats {
     pub labels_rewritten: u64,
     pub untracked_packets: u64,
     pub insert_failures: u64,
+    /// Closed flows whose final record found the ring buffer full (kept in
+    /// the flow table for the harvest instead, where eviction may take it).
+    pub closed_ring_full: u64,
     pub destinations: Vec<DestHealth>,
     pub reroute: RerouteSettings,
 }
@@ -73,14 +78,22 @@ pub struct DestHealth {
 }
 
 impl State {
-    /// Moves closed flows from the kernel map into the agent and forgets
-    /// those older than the retention time.
+    /// Takes closed flows' final records (from the CLOSED ring buffer).
+    fn retain_closed(&mut self, records: impl IntoIterator<Item = (FlowKey, FlowStats)>) {
+        let now = Instant::now();
+        for (k, st) in records {
+            self.retained.insert((k, st.established_ns), (st, now));
+        }
+    }
+
+    /// Moves closed flows left in the kernel map (when the ring buffer was
+    /// full) into the agent and forgets those older than the retention time.
     fn harvest(&mut self) -> Result<()> {
         let entries = ebpf::read_flows(&mut self.bpf)?;
         let now = Instant::now();
         let mut map = ebpf::flows_map(&mut self.bpf)?;
         for (k, st) in entries.into_iter().filter(|(_, st)| st.closed_ns != 0) {
-            self.retained.insert(k, (st, now));
+            self.retained.insert((k, st.established_ns), (st, now));
             let _ = map.remove(&k);
         }
         let retain = self.retain;
@@ -92,7 +105,7 @@ impl State {
         self.harvest()?;
         let mut entries = ebpf::read_flows(&mut self.bpf)?;
         if all {
-            entries.extend(self.retained.iter().map(|(k, (st, _))| (*k, *st)));
+            entries.extend(self.retained.iter().map(|((k, _), (st, _))| (*k, *st)));
         }
         let sockets = sockdiag::tcp_sockets().unwrap_or_else(|e| {
             log::warn!("sock_diag unavailable: {e:#}");
@@ -141,6 +154,7 @@ impl State {
             labels_rewritten: c.labels_rewritten,
             untracked_packets: c.untracked_packets,
             insert_failures: c.insert_failures,
+            closed_ring_full: c.closed_ring_full,
             destinations,
             reroute: self.settings,
         })
@@ -264,6 +278,29 @@ pub async fn run(cfg: AgentConfig) -> Result<()> {
         log::info!("Prometheus metrics on http://{addr}/metrics");
     }
     tokio::spawn(log_pump(logger));
+    {
+        // Closed flows' final records, read as they come.
+        let ring = ebpf::take_closed_ring(&mut state.lock().unwrap().bpf)?;
+        // SAFETY: the RingBuf owns its map's file descriptor, which stays
+        // open and the same for as long as the RingBuf lives, i.e. as long
+        // as the AsyncFd that owns it.
+        let mut ring = unsafe { tokio::io::unix::AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) }
+            .map_err(|e| anyhow::anyhow!("polling the CLOSED ring buffer: {}", e.into_parts().1))?;
+        let state = state.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok(mut guard) = ring.readable_mut().await else { break };
+                let mut batch = Vec::new();
+                while let Some(item) = guard.get_inner_mut().next() {
+                    if let Some(r) = ebpf::parse_closed(&item) {
+                        batch.push(r);
+                    }
+                }
+                guard.clear_ready();
+                state.lock().unwrap().retain_closed(batch);
+            }
+        });
+    }
     {
         let state = state.clone();
         tokio::spawn(async move {

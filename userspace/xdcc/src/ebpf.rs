@@ -63,6 +63,24 @@ pub fn flows_map(bpf: &mut Ebpf) -> Result<BpfHashMap<&mut MapData, FlowKey, Flo
     Ok(BpfHashMap::try_from(bpf.map_mut("FLOWS").ok_or_else(|| anyhow!("map FLOWS missing"))?)?)
 }
 
+/// The ring buffer of closed flows' final records (the agent reads it).
+pub fn take_closed_ring(bpf: &mut Ebpf) -> Result<aya::maps::RingBuf<MapData>> {
+    let m = bpf.take_map("CLOSED").ok_or_else(|| anyhow!("map CLOSED missing"))?;
+    Ok(aya::maps::RingBuf::try_from(m)?)
+}
+
+/// One record of the CLOSED ring buffer.
+pub fn parse_closed(b: &[u8]) -> Option<(FlowKey, FlowStats)> {
+    if b.len() < std::mem::size_of::<xdcc_common::ClosedFlow>() {
+        return None;
+    }
+    // SAFETY: at least size_of::<ClosedFlow>() bytes; ClosedFlow is plain
+    // data (integers and arrays) for which every bit pattern is valid, and
+    // read_unaligned does not need alignment.
+    let c: xdcc_common::ClosedFlow = unsafe { std::ptr::read_unaligned(b.as_ptr() as *const _) };
+    Some((c.key, c.stats))
+}
+
 pub fn read_flows(bpf: &mut Ebpf) -> Result<Vec<(FlowKey, FlowStats)>> {
     let map = flows_map(bpf)?;
     // entries can vanish (LRU) while iterating: skip those errors
@@ -87,6 +105,7 @@ pub fn counters(bpf: &mut Ebpf) -> Result<Counters> {
         sum.untracked_packets += c.untracked_packets;
         sum.insert_failures += c.insert_failures;
         sum.labels_rewritten += c.labels_rewritten;
+        sum.closed_ring_full += c.closed_ring_full;
     }
     Ok(sum)
 }

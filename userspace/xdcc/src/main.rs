@@ -814,6 +814,7 @@ fn print_stats(d: &serde_json::Value) {
         "labels_rewritten",
         "untracked_packets",
         "insert_failures",
+        "closed_ring_full",
     ] {
         println!("{k:<22} {}", d[k]);
     }

@@ -104,12 +104,14 @@ pub fn render(state: &mut State) -> Result<String> {
     reg.register("cc_open_flows", "open flows tracked by the agent", open_flows);
     reg.register("cc_srtt_seconds_mean", "mean smoothed RTT of the open flows", srtt);
     reg.register("cc_cwnd_segments_mean", "mean congestion window of the open flows", cwnd);
-    let counters: [(&str, &str, u64); 5] = [
+    let counters: [(&str, &str, u64); 7] = [
         ("flows_opened", "flows the sock_ops program started tracking", c.flows_opened),
         ("flows_closed", "tracked flows that closed", c.flows_closed),
         ("reroutes", "flow moves to another path", c.reroutes),
         ("labels_rewritten", "IPv6 packets whose flow label was rewritten", c.labels_rewritten),
         ("untracked_packets", "TCP packets of flows not in the table", c.untracked_packets),
+        ("flow_insert_failures", "flows the flow table could not take", c.insert_failures),
+        ("closed_ring_full", "closed flows whose final record found the ring buffer full", c.closed_ring_full),
     ];
     for (name, help, v) in counters {
         let ctr: Counter = Counter::default();
