@@ -395,6 +395,7 @@ c=socket.create_connection(("10.93.0.1",7000)); a,_=s.accept(); c.sendall(b"x"*1
     check "flows --watch refreshes" bash -c "timeout 2.5 ip netns exec $S $X --socket $sock flows --watch 0.5 | grep -c LOCAL | awk '{exit !(\$1 >= 2)}'"
     expect_fail "flows --watch rejects a bad interval" "at least 0.1" in_ns "$S" "$X" --socket "$sock" flows --watch 0
     check "metrics (CLI)" bash -c "ip netns exec $S $X --socket $sock metrics | grep -q '^xdcc_flows_opened_total'"
+    check "metrics: xdcc_build_info with the version" bash -c "ip netns exec $S $X --socket $sock metrics | grep -q '^xdcc_build_info{version=\"$("$X" --version | cut -d' ' -f2)\"} 1'"
     # Content negotiation: the Prometheus text format by default (a
     # counter's TYPE and HELP name its _total samples), OpenMetrics (TYPE on
     # the family, # EOF) to a scraper that asks for it.

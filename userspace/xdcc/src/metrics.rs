@@ -12,7 +12,7 @@ use std::{
 use anyhow::{bail, Context, Result};
 use prometheus_client::{
     encoding::{text::encode, EncodeLabelSet},
-    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, info::Info},
     registry::Registry,
 };
 
@@ -21,6 +21,30 @@ use crate::{agent::State, flows::FlowView};
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CcLabel {
     cc: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CcBackendLabel {
+    cc: String,
+    backend: String,
+}
+
+/// `xdcc_cc_info{cc,backend} 1` for every xdcc CC registered in the kernel
+/// (`bpf_<cc>`: BPF struct_ops; `<cc>`: the module), from the list of
+/// available congestion controls.
+fn registered_ccs(available: &str) -> Vec<CcBackendLabel> {
+    available
+        .split_whitespace()
+        .filter_map(|name| {
+            let algo = name.strip_prefix("bpf_");
+            let known = |a: &str| xdcc_algo::CCS.iter().any(|c| c.name == a);
+            match algo {
+                Some(a) if known(a) => Some(CcBackendLabel { cc: name.into(), backend: "bpf".into() }),
+                None if known(name) => Some(CcBackendLabel { cc: name.into(), backend: "module".into() }),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// The per-flow counters summed per CC: (name, help). Exported as counters
@@ -77,6 +101,13 @@ pub fn render(state: &mut State) -> Result<String> {
     let c = state.counters()?;
     state.totals.update(&flows);
     let mut reg = Registry::with_prefix("xdcc");
+    reg.register("build", "the agent's version", Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]));
+    let cc_info = Family::<CcBackendLabel, Gauge>::default();
+    let available = crate::kernel::read_sysctl("net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+    for l in registered_ccs(&available) {
+        cc_info.get_or_create(&l).set(1);
+    }
+    reg.register("cc_info", "xdcc congestion controls registered in the kernel, by backend", cc_info);
     for (i, (name, help)) in FLOW_COUNTERS.iter().enumerate() {
         let fam = Family::<CcLabel, Counter>::default();
         for (cc, v) in &state.totals.by_cc {
@@ -150,6 +181,13 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn registered_ccs_name_their_backend() {
+        let v = registered_ccs("reno cubic bpf_uno gemini bpf_nosuch dctcp");
+        let got: Vec<(&str, &str)> = v.iter().map(|l| (l.cc.as_str(), l.backend.as_str())).collect();
+        assert_eq!(got, [("bpf_uno", "bpf"), ("gemini", "module"), ("dctcp", "module")]);
+    }
 
     fn flow(port: u16, cc: &str, sent: u64) -> FlowView {
         let mut f: FlowView = serde_json::from_value(serde_json::json!({
