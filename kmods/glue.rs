@@ -477,12 +477,7 @@ fn knob_write<T: KernelCc>(idx: usize, v: u64) -> c_int {
             }
             let Some(slot) = net.get_mut(n) else { return einval() };
             *slot = v;
-            let cfg = NetConfig {
-                link_rate_bps: net[0].saturating_mul(1_000_000),
-                intra_rtt_ns: net[1].saturating_mul(1000).min(u32::MAX as u64) as u32,
-                inter_rtt_ns: net[2].saturating_mul(1000).min(u32::MAX as u64) as u32,
-                mtu: net[3].min(u32::MAX as u64) as u32,
-            };
+            let cfg = NetConfig::from_knobs(net);
             if cfg.validate().is_err() {
                 return einval();
             }

@@ -31,6 +31,33 @@ impl NetConfig {
     pub const GEMINI_TESTBED: NetConfig =
         NetConfig { link_rate_bps: 1_000_000_000, intra_rtt_ns: 200_000, inter_rtt_ns: 10_000_000, mtu: 1500 };
 
+    /// The `net_*` tunables that describe a network to the modules and the
+    /// BPF CCs (Mbit/s, µs, µs, bytes), in the order of [`Self::from_knobs`].
+    pub const KNOBS: [&'static str; 4] = ["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu"];
+
+    /// The network the `net_*` values describe (in [`Self::KNOBS`] order);
+    /// values beyond the fields' ranges saturate, and `validate()` refuses them.
+    pub const fn from_knobs(v: [u64; 4]) -> NetConfig {
+        const fn u32_sat(x: u64) -> u32 {
+            if x > u32::MAX as u64 {
+                u32::MAX
+            } else {
+                x as u32
+            }
+        }
+        NetConfig {
+            link_rate_bps: v[0].saturating_mul(1_000_000),
+            intra_rtt_ns: u32_sat(v[1].saturating_mul(1000)),
+            inter_rtt_ns: u32_sat(v[2].saturating_mul(1000)),
+            mtu: u32_sat(v[3]),
+        }
+    }
+
+    /// This network as `net_*` values ([`Self::KNOBS`] order).
+    pub const fn knobs(&self) -> [u64; 4] {
+        [self.link_rate_bps / 1_000_000, self.intra_rtt_ns as u64 / 1000, self.inter_rtt_ns as u64 / 1000, self.mtu as u64]
+    }
+
     /// Line rate in bytes per second.
     pub const fn rate_bytes_per_sec(&self) -> u64 {
         self.link_rate_bps / 8

@@ -429,3 +429,16 @@ fn uno_paces_its_window_over_the_base_rtt_not_the_smoothed_rtt() {
     // window did not limit does not grow it (`windows_grow_only_when_cwnd_limited`).
     assert!(!f.algo.rate_limited());
 }
+
+#[test]
+fn net_knobs_round_trip_and_saturate() {
+    // The one conversion of the net_* tunables (modules, BPF CCs, CLI, apply).
+    let n = NetConfig::from_knobs([100_000, 14, 2000, 4096]);
+    assert_eq!(n, NetConfig::UNO_PAPER);
+    assert_eq!(n.knobs(), [100_000, 14, 2000, 4096]);
+    assert_eq!(NetConfig::KNOBS[1], "net_intra_rtt_us");
+    // Out of the fields' ranges: saturated, then refused by validate().
+    let big = NetConfig::from_knobs([u64::MAX, u64::MAX, u64::MAX, u64::MAX]);
+    assert_eq!((big.link_rate_bps, big.intra_rtt_ns, big.mtu), (u64::MAX, u32::MAX, u32::MAX));
+    assert!(big.validate().is_err());
+}

@@ -67,7 +67,7 @@ pub struct CcConfig {
     pub tunables: BTreeMap<String, u64>,
 }
 
-const NET_KNOBS: [&str; 4] = ["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu"];
+const NET_KNOBS: [&str; 4] = NetConfig::KNOBS;
 const PACING: [(&str, u64); 2] = [("window_pacing_pct", 100), ("window_pacing_ss_pct", 200)];
 
 /// What one CC should look like in the kernel.
@@ -90,21 +90,15 @@ impl CcConfig {
             let known: Vec<&str> = xdcc_algo::CCS.iter().map(|c| c.name).collect();
             (String::new(), format!("[cc.{name}]: not an xdcc CC (known: {})", known.join(", ")))
         })?;
-        let d = NetConfig::LINUX_DEFAULT;
+        let d = NetConfig::LINUX_DEFAULT.knobs();
         let n = &self.net;
         let net_values = [
-            n.link_rate_mbps.unwrap_or(d.link_rate_bps / 1_000_000),
-            n.intra_rtt_us.unwrap_or(d.intra_rtt_ns as u64 / 1000),
-            n.inter_rtt_us.unwrap_or(d.inter_rtt_ns as u64 / 1000),
-            n.mtu.unwrap_or(d.mtu as u64),
+            n.link_rate_mbps.unwrap_or(d[0]),
+            n.intra_rtt_us.unwrap_or(d[1]),
+            n.inter_rtt_us.unwrap_or(d[2]),
+            n.mtu.unwrap_or(d[3]),
         ];
-        let u32_of = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        let net = NetConfig {
-            link_rate_bps: net_values[0].saturating_mul(1_000_000),
-            intra_rtt_ns: u32_of(net_values[1].saturating_mul(1000)),
-            inter_rtt_ns: u32_of(net_values[2].saturating_mul(1000)),
-            mtu: u32_of(net_values[3]),
-        };
+        let net = NetConfig::from_knobs(net_values);
         net.validate().map_err(|e| ("link_rate_mbps".to_string(), format!("[cc.{name}.net]: {e}")))?;
         let mut values: BTreeMap<String, u64> = NET_KNOBS.iter().map(|k| k.to_string()).zip(net_values).collect();
         for (k, v) in PACING {
@@ -202,14 +196,7 @@ pub fn tunable_changes(d: &Desired, current: Option<&BTreeMap<String, u64>>, aft
 /// The algorithm's tunables right after its network is written: the papers'
 /// rules for it.
 fn rederived(d: &Desired) -> BTreeMap<String, u64> {
-    let v = |k: &str| d.values[k];
-    let u32_of = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
-    let net = NetConfig {
-        link_rate_bps: v("net_link_rate_mbps").saturating_mul(1_000_000),
-        intra_rtt_ns: u32_of(v("net_intra_rtt_us").saturating_mul(1000)),
-        inter_rtt_ns: u32_of(v("net_inter_rtt_us").saturating_mul(1000)),
-        mtu: u32_of(v("net_mtu")),
-    };
+    let net = NetConfig::from_knobs(NET_KNOBS.map(|k| d.values[k]));
     with_cc!(d.algo, |C, P| {
         let p = P::from_net(&net);
         P::TUNABLES.iter().map(|t| (t.to_string(), p.get(t).unwrap_or(0))).collect()

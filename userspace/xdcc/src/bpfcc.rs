@@ -386,7 +386,7 @@ fn config_map(algo: &str) -> Result<MapHandle> {
 /// The knobs of a BPF CC: the algorithm's, the window pacing ratios and the
 /// network the defaults derive from (as the modules' sysctls).
 const PACING: [&str; 2] = ["window_pacing_pct", "window_pacing_ss_pct"];
-const NET: [&str; 4] = ["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu"];
+const NET: [&str; 4] = NetConfig::KNOBS;
 
 fn names<P: Tunables>() -> Vec<&'static str> {
     let mut v = P::TUNABLES.to_vec();
@@ -397,10 +397,7 @@ fn names<P: Tunables>() -> Vec<&'static str> {
 
 fn values<P: Tunables>(c: &linux::Config<P>) -> Vec<(String, u64)> {
     let mut v: Vec<(String, u64)> = P::TUNABLES.iter().map(|n| (n.to_string(), c.params.get(n).unwrap_or(0))).collect();
-    v.push((NET[0].into(), c.net.link_rate_bps / 1_000_000));
-    v.push((NET[1].into(), c.net.intra_rtt_ns as u64 / 1000));
-    v.push((NET[2].into(), c.net.inter_rtt_ns as u64 / 1000));
-    v.push((NET[3].into(), c.net.mtu as u64));
+    v.extend(NET.iter().zip(c.net.knobs()).map(|(k, x)| (k.to_string(), x)));
     v.push((PACING[0].into(), c.pacing.ca_pct as u64));
     v.push((PACING[1].into(), c.pacing.ss_pct as u64));
     v
@@ -429,13 +426,9 @@ fn apply<P: Tunables>(c: &linux::Config<P>, name: &str, value: u64) -> Result<li
             n.pacing.ss_pct = pct;
         }
     } else if let Some(i) = NET.iter().position(|k| *k == name) {
-        let to_u32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        match i {
-            0 => n.net.link_rate_bps = value.saturating_mul(1_000_000),
-            1 => n.net.intra_rtt_ns = to_u32(value.saturating_mul(1000)),
-            2 => n.net.inter_rtt_ns = to_u32(value.saturating_mul(1000)),
-            _ => n.net.mtu = to_u32(value),
-        }
+        let mut knobs = n.net.knobs();
+        knobs[i] = value;
+        n.net = NetConfig::from_knobs(knobs);
         n.net.validate().map_err(|e| bad_value(format!("{name} = {value} rejected: {e}")))?;
         n.params = P::from_net(&n.net);
     } else {

@@ -217,7 +217,7 @@ fn module_names() -> String {
 // ---------------------------------------------------------------- tunables
 
 /// The extra files every module has besides its `Params` (glue.rs).
-const NET_KNOBS: &[&str] = &["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu"];
+const NET_KNOBS: &[&str] = &NetConfig::KNOBS;
 /// Window pacing ratios of the module (congestion avoidance, slow start),
 /// percent of cwnd/srtt; checked by the adapter's own rule.
 const PACING_KNOBS: &[&str] = &["window_pacing_pct", "window_pacing_ss_pct"];
@@ -289,15 +289,9 @@ fn check<P: Tunables>(current: &[(String, u64)], name: &str, value: u64) -> Resu
         return Ok(());
     }
     if let Some(i) = NET_KNOBS.iter().position(|k| *k == name) {
-        let mut net = [get(NET_KNOBS[0]), get(NET_KNOBS[1]), get(NET_KNOBS[2]), get(NET_KNOBS[3])];
+        let mut net = NetConfig::KNOBS.map(get);
         net[i] = value;
-        let to_u32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-        let cfg = NetConfig {
-            link_rate_bps: net[0].saturating_mul(1_000_000),
-            intra_rtt_ns: to_u32(net[1].saturating_mul(1000)),
-            inter_rtt_ns: to_u32(net[2].saturating_mul(1000)),
-            mtu: to_u32(net[3]),
-        };
+        let cfg = NetConfig::from_knobs(net);
         return cfg.validate().map_err(|e| bad_value(format!("{name} = {value} rejected: {e}")));
     }
     let mut p = P::from_net(&NetConfig::GEMINI_TESTBED);
@@ -362,14 +356,8 @@ pub fn tunable_preset(cc: &str, name: &str) -> Result<Vec<(String, u64)>> {
     }
     let current = tunable_list(cc)?;
     let get = |n: &str| current.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
-    let to_u32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
     let net = match (get(NET_KNOBS[0]), get(NET_KNOBS[1]), get(NET_KNOBS[2]), get(NET_KNOBS[3])) {
-        (Some(r), Some(a), Some(e), Some(m)) => NetConfig {
-            link_rate_bps: r.saturating_mul(1_000_000),
-            intra_rtt_ns: to_u32(a.saturating_mul(1000)),
-            inter_rtt_ns: to_u32(e.saturating_mul(1000)),
-            mtu: to_u32(m),
-        },
+        (Some(r), Some(a), Some(e), Some(m)) => NetConfig::from_knobs([r, a, e, m]),
         _ => NetConfig::LINUX_DEFAULT,
     };
     let values: Vec<(String, u64)> = with_cc!(algo, |C, P| {
