@@ -22,10 +22,15 @@ REQUIRED = ["utilization", "jain", "queue_mean_kb", "queue_p99_kb", "drops", "re
             "guest_cpu_busy", "sample_gap_max_ms"]
 PER_CLASS = ["per_flow_mbps", "sum_mbps", "rtt_ms"]
 # Kernel vs model: bottleneck utilization within 15 points (absolute), its
-# 99th-percentile queue within 40 % of the model's (the marking threshold
-# sets it). Robust on purpose: Jain and the inter/intra split of a 4-s
-# steady window are not (see testbed/RESULTS.md, "model vs kernel").
-AGREE = {"utilization": ("abs", 0.15), "queue_p99_kb": ("rel", 0.40)}
+# mean queue within 40 % of the model's (the marking threshold sets it; a
+# broken marker leaves the queue at the buffer, a CC that cuts too hard at
+# zero). Robust on purpose: Jain and the inter/intra split of a 4-s steady
+# window are not (see testbed/RESULTS.md, "model vs kernel"), and neither is
+# the queue's p99 there: 40 samples at 100 ms make it the largest sample, and
+# in the emulated guest one burst decides it (kernel 78-133 kB against the
+# model's 76 in five runs of the same DCTCP smoke scenario, while the means
+# stayed within 8-26 % of the model's).
+AGREE = {"utilization": ("abs", 0.15), "queue_mean_kb": ("rel", 0.40)}
 
 
 def disagreements(runs):
