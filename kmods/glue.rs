@@ -18,9 +18,13 @@
 //!
 //! Tunables live in a [`ParamCell`] per module, outside the per-socket state:
 //! two copies of the parameters, an index readers follow, and RCU between a
-//! writer's flip and its next reuse of the old copy. ACK processing runs in
-//! softirq (an RCU read-side section), reads the current copy without locks
-//! and never allocates.
+//! writer's flip and its next reuse of the old copy. Every reader holds an
+//! [`RcuReadGuard`] (the type makes it so): callbacks run in softirq *and* in
+//! process context (backlog ACKs from `release_sock()`, `CA_EVENT_TX_START`
+//! from `tcp_sendmsg()`, `setsockopt(TCP_CONGESTION)`), and on a
+//! preemptible-RCU kernel only an explicit read-side section keeps a
+//! preemptible reader inside the writer's grace period. Readers take no lock
+//! and never allocate.
 
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_ulong, c_void};
@@ -239,6 +243,32 @@ unsafe fn set_demand_cwr(tp: *mut bindings::tcp_sock, on: bool) {
     }
 }
 
+/// An RCU read-side critical section, from `new()` to drop
+/// (`rcu_read_lock()`/`rcu_read_unlock()`, as mainline's
+/// `kernel::sync::rcu::Guard`). Not `Send`: it is released on the CPU and
+/// task that took it. Code holding it must not sleep.
+pub struct RcuReadGuard {
+    _not_send: core::marker::PhantomData<*mut ()>,
+}
+
+impl RcuReadGuard {
+    #[inline]
+    pub fn new() -> Self {
+        // SAFETY: plain kernel call; paired with the `rcu_read_unlock()` in
+        // `drop`, on the same task (the guard is not `Send`).
+        unsafe { bindings::rcu_read_lock() };
+        Self { _not_send: core::marker::PhantomData }
+    }
+}
+
+impl Drop for RcuReadGuard {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: this guard's `new()` took the read lock on this task.
+        unsafe { bindings::rcu_read_unlock() };
+    }
+}
+
 /// The module's tunables, read lock-free on the ACK path (see module docs).
 pub struct ParamCell<P> {
     slots: [UnsafeCell<P>; 2],
@@ -246,7 +276,8 @@ pub struct ParamCell<P> {
     writer: AtomicBool,
 }
 
-// SAFETY: readers only read the active slot; a writer (serialized by
+// SAFETY: readers only read the active slot, inside an RCU read-side
+// section (`current` takes an `RcuReadGuard`); a writer (serialized by
 // `writer`) only writes the inactive slot, publishes it with a release store
 // and waits for an RCU grace period before it can write the old slot again,
 // so no reader can still be reading a slot that is being written.
@@ -257,13 +288,14 @@ impl<P: Tunables> ParamCell<P> {
         Self { slots: [UnsafeCell::new(p), UnsafeCell::new(p)], active: AtomicUsize::new(0), writer: AtomicBool::new(false) }
     }
 
-    /// The current parameters. Callers run in an RCU read-side critical
-    /// section (softirq ACK processing, or under `rcu_read_lock`).
+    /// The current parameters, borrowed for as long as the caller's RCU
+    /// read-side section lasts.
     #[inline]
-    pub fn current(&self) -> &P {
+    pub fn current<'a>(&'a self, _rcu: &'a RcuReadGuard) -> &'a P {
         let i = self.active.load(Ordering::Acquire) & 1;
-        // SAFETY: see `Sync` above: the active slot is not written while
-        // readers may hold it.
+        // SAFETY: see `Sync` above: the slot that was active inside this
+        // read-side section is not written before a grace period has ended,
+        // which it cannot while `_rcu` lives.
         unsafe { &*self.slots[i].get() }
     }
 
@@ -274,10 +306,11 @@ impl<P: Tunables> ParamCell<P> {
         if self.writer.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             return -(bindings::EBUSY as c_int);
         }
-        let mut next = *self.current();
+        let i = self.active.load(Ordering::Relaxed) & 1;
+        // SAFETY: only a writer writes a slot, and we are the only writer.
+        let mut next = unsafe { *self.slots[i].get() };
         let r = match f(&mut next) {
             Ok(()) => {
-                let i = self.active.load(Ordering::Relaxed) & 1;
                 // SAFETY: slot `1 - i` is inactive and no reader holds it
                 // (the previous writer waited a grace period after leaving it).
                 unsafe { *self.slots[1 - i].get() = next };
@@ -310,7 +343,8 @@ unsafe extern "C" fn init<T: KernelCc>(sk: *mut bindings::sock) {
     // SAFETY: the stack calls `init` for a TCP socket being assigned this
     // CC; the CA private area is ours from now until `release`.
     let mut sk = unsafe { Sk::new(sk) };
-    let flow = Flow::<T::Algo>::new(T::params().current(), &sk.view());
+    let rcu = RcuReadGuard::new();
+    let flow = Flow::<T::Algo>::new(T::params().current(&rcu), &sk.view());
     // SAFETY: `init` is where the CA area starts holding our `Flow`.
     unsafe { core::ptr::write(sk.flow::<T::Algo>() as *mut Flow<T::Algo>, flow) };
     sk.request_pacing();
@@ -332,7 +366,8 @@ unsafe extern "C" fn cong_control<T: KernelCc>(
     let (view, sample) = (sk.view(), sk.rate_sample(rs, flag));
     // SAFETY: between init and release.
     let flow = unsafe { sk.flow::<T::Algo>() };
-    let u = flow.on_ack(T::params().current(), &pacing(), &view, &sample);
+    let rcu = RcuReadGuard::new();
+    let u = flow.on_ack(T::params().current(&rcu), &pacing(), &view, &sample);
     sk.apply(&u);
     if T::NEEDS_ECN && view.ecn_ok == 0 {
         sk.stop_ect_without_ecn();
@@ -345,7 +380,8 @@ unsafe extern "C" fn set_state<T: KernelCc>(sk: *mut bindings::sock, new_state: 
     let view = sk.view();
     // SAFETY: between init and release.
     let flow = unsafe { sk.flow::<T::Algo>() };
-    if let Some(u) = flow.on_set_state(T::params().current(), &pacing(), &view, new_state) {
+    let rcu = RcuReadGuard::new();
+    if let Some(u) = flow.on_set_state(T::params().current(&rcu), &pacing(), &view, new_state) {
         sk.apply(&u);
     }
 }
@@ -367,7 +403,8 @@ unsafe extern "C" fn cwnd_event<T: KernelCc>(sk: *mut bindings::sock, ev: bindin
             return;
         }
     }
-    if let Some(u) = flow.on_cwnd_event(T::params().current(), &pacing(), &view, ev as u32) {
+    let rcu = RcuReadGuard::new();
+    if let Some(u) = flow.on_cwnd_event(T::params().current(&rcu), &pacing(), &view, ev as u32) {
         sk.apply(&u);
     }
 }
@@ -447,7 +484,7 @@ fn einval() -> c_int {
 fn knob_value<T: KernelCc>(idx: usize) -> Option<u64> {
     let names = <T::Params as Tunables>::TUNABLES;
     if let Some(name) = names.get(idx) {
-        return T::params().current().get(name);
+        return T::params().current(&RcuReadGuard::new()).get(name);
     }
     match idx - names.len() {
         PACING_CA_KNOB => Some(PACING_CA_PCT.load(Ordering::Relaxed) as u64),

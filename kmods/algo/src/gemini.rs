@@ -296,10 +296,12 @@ impl CongestionControl for Gemini {
     fn on_ack(&mut self, p: &Params, s: &AckSample) {
         // Fast path, the same logic as `on_ack_full` restricted to the common
         // case: an unmarked, cwnd-limited ACK with a valid RTT that does not
-        // lower the base RTT, in congestion avoidance, not ending the window,
-        // and no WAN congestion in the last window.
+        // lower the base RTT, with a base RTT measured (a flow without a
+        // handshake RTT can leave slow start on a loss before its first
+        // sample), in congestion avoidance, not ending the window, and no WAN
+        // congestion in the last window.
         let base = self.base_rtt_ns;
-        let slow = (s.marked_bytes != 0) | s.app_limited | (s.rtt_ns == 0) | (s.rtt_ns < base);
+        let slow = (s.marked_bytes != 0) | s.app_limited | (s.rtt_ns == 0) | (s.rtt_ns < base) | (base == 0);
         if slow
             || self.w.in_slow_start()
             || s.send_time_ns >= self.round_start_ns

@@ -7,6 +7,13 @@
 use proptest::prelude::*;
 use xdcc_algo::{amrt, dctcp, gemini, oscar, smartt, uno, AckSample, CongestionControl, Event, FlowInit, NetConfig, MAX_CWND_BYTES};
 
+/// Cases per property: `PROPTEST_CASES` from the environment if set (for a
+/// deep run: `PROPTEST_CASES=100000 cargo test --release -p xdcc-algo --test
+/// props`), else the suite's default.
+fn cases_or(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 #[derive(Clone, Debug)]
 enum Step {
     Ack { dt: u64, acked: u32, marked: bool, rtt: u32, send_back: i64, infl: u32, app_limited: bool },
@@ -121,7 +128,7 @@ fn check<C: CongestionControl + Clone + PartialEq + core::fmt::Debug>(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(cases_or(300)))]
 
     #[test]
     fn uno_never_panics_and_stays_in_bounds(n in net(), hint in rtt(), steps in prop::collection::vec(step(), 0..300)) {
@@ -234,7 +241,7 @@ fn realistic_step() -> impl Strategy<Value = Step> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(cases_or(200)))]
 
     #[test]
     fn uno_fast_path_is_the_full_logic(steps in prop::collection::vec(realistic_step(), 0..600)) {
@@ -247,4 +254,34 @@ proptest! {
         let n = NetConfig { link_rate_bps: 10_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 800_000, mtu: 1500 };
         fast_equals_full::<gemini::Gemini, _>(&gemini::Params::from_net(&n), &steps, |c, p, s| c.on_ack_full(p, s));
     }
+}
+
+/// Found by the fuzzer (kmods/algo/fuzz, fast_path): a Gemini flow without a
+/// handshake RTT that leaves slow start on a loss before its first RTT sample
+/// took the fast path on that sample and kept no base RTT, while the full
+/// logic sets it.
+#[test]
+fn gemini_fast_path_takes_the_first_rtt_sample_as_base_after_an_early_loss() {
+    let n = NetConfig { link_rate_bps: 10_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 800_000, mtu: 1500 };
+    let p = gemini::Params::from_net(&n);
+    let mut fast = gemini::Gemini::new(&p, &init(0, 1500));
+    let mut full = fast.clone();
+    let now = 1_000_000_000;
+    let sample = AckSample {
+        now_ns: now + 50_000,
+        acked_bytes: 1500,
+        marked_bytes: 0,
+        rtt_ns: 120_000,
+        send_time_ns: now - 70_000, // sent before the round started: not a round end
+        inflight_at_send: 15_000,
+        inflight: 7_500,
+        app_limited: false,
+    };
+    for c in [&mut fast, &mut full] {
+        c.on_event(&p, Event::Loss { bytes: 1500 }, now);
+    }
+    fast.on_ack(&p, &sample);
+    full.on_ack_full(&p, &sample);
+    assert_eq!(fast.info()[0], 120, "base RTT (µs) from the first sample");
+    assert_eq!(fast, full);
 }

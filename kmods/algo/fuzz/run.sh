@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Deep random testing of the algorithm crate: coverage-guided fuzzing
+# (cargo-fuzz, libFuzzer) of every CC through the Linux adapter
+# (fuzz_targets/adapter.rs), one fuzzer per CC, then of UnoCC's and Gemini's
+# fast paths against their full logic (fuzz_targets/fast_path.rs).
+#
+#   kmods/algo/fuzz/run.sh [RUNS]     RUNS sequences per target and CC
+#                                     (default 1000000)
+#   XDCC_FUZZ_CCS="uno gemini" kmods/algo/fuzz/run.sh 100000
+#
+# Prints, per target and CC: sequences run, edges covered out of the
+# instrumented total, and whether it found anything; a crash leaves its input
+# under kmods/algo/fuzz/artifacts/ (replay: cargo fuzz run adapter FILE) and
+# makes the script exit 1. Corpora are kept under the cache
+# (${XDCC_CACHE:-~/.cache/xdcc}/fuzz/), so a second run starts where the first
+# stopped. Needs a nightly toolchain when one is installed (for the address
+# sanitizer); on a stable-only machine it fuzzes without a sanitizer, which
+# still checks every assertion and overflow (the crate has no unsafe code
+# outside the kernel glue).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+cache=${XDCC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/xdcc}
+runs=${1:-1000000}
+[[ $runs =~ ^[0-9]+$ ]] || { echo "run.sh: RUNS must be a number, not '$runs'" >&2; exit 2; }
+cargo_fuzz_version=0.13.2
+
+fuzz="$cache/tools/cargo-fuzz-$cargo_fuzz_version/bin/cargo-fuzz"
+if [[ ! -x $fuzz ]]; then
+    echo "[fuzz] installing cargo-fuzz $cargo_fuzz_version (once)" >&2
+    cargo install --locked --quiet cargo-fuzz --version "$cargo_fuzz_version" \
+        --root "$cache/tools/cargo-fuzz-$cargo_fuzz_version"
+fi
+export PATH="$(dirname "$fuzz"):$PATH"
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    toolchain=(+nightly); sanitizer=address
+else
+    toolchain=(); sanitizer=none
+fi
+
+# The CCs, from the one list (kmods/algo/src/lib.rs, CCS).
+ccs=${XDCC_FUZZ_CCS:-$(sed -n 's/^ *cc_spec!([a-z_]*::[A-Za-z]*, "tcp_\([a-z_]*\)".*/\1/p' "$root/kmods/algo/src/lib.rs")}
+[[ -n $ccs ]] || { echo "run.sh: no CC found in kmods/algo/src/lib.rs" >&2; exit 1; }
+
+cd "$here"
+echo "[fuzz] building (sanitizer: $sanitizer)" >&2
+cargo "${toolchain[@]}" fuzz build --release --debug-assertions --sanitizer "$sanitizer" >&2
+
+fail=0
+# Edges covered, from libFuzzer's -print_coverage (per function, after
+# inlining): the functions of kmods/algo/src/<cc>.rs and the generic code
+# (adapter, window) as instantiated for that CC.
+coverage() { # log cc
+    awk -v cc="$2" '/^(UN)?COVERED_FUNC:/ && $NF ~ /kmods\/algo\/src\// && ($NF ~ ("/" cc ".rs:") || index($0, "xdcc_algo::" cc "::")) {
+        split($5, e, "/"); c += e[1]; t += e[2] } END { if (t) printf "%d/%d (%.0f %%)", c, t, 100 * c / t; else printf "?" }' "$1"
+}
+one() { # target label cc...
+    local target=$1 label=$2 log corpus n cov="" cc
+    shift 2
+    log=$(mktemp)
+    corpus="$cache/fuzz/corpus/$target-$label"
+    mkdir -p "$corpus" "$here/artifacts/$target"
+    local env=()
+    [[ $target == adapter ]] && env=(XDCC_FUZZ_CC="$label")
+    if env "${env[@]}" cargo "${toolchain[@]}" fuzz run --release --debug-assertions --sanitizer "$sanitizer" "$target" "$corpus" -- \
+        -runs="$runs" -max_len=8192 -print_final_stats=1 -print_coverage=1 \
+        -artifact_prefix="$here/artifacts/$target/$label-" >"$log" 2>&1; then
+        status=ok
+    else
+        status="FOUND A FAILURE (log: $log)"
+        fail=1
+    fi
+    n=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -1)
+    for cc in "$@"; do cov+="$cc $(coverage "$log" "$cc")  "; done
+    printf '%-9s %-10s runs %-8s edges %s %s\n' "$target" "$label" "${n:-?}" "$cov" "$status"
+    if [[ $status == ok ]]; then
+        rm -f "$log"
+    else
+        grep -m5 -E 'panicked|ERROR|Test unit written' "$log" >&2 || true
+    fi
+}
+
+export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer || command -v llvm-symbolizer-19 || true)}
+for cc in $ccs; do
+    one adapter "$cc" "$cc"
+done
+one fast_path uno-gemini uno gemini
+exit "$fail"
