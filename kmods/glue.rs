@@ -16,8 +16,10 @@
 //! backend alike. This file reads kernel fields into that adapter's plain
 //! values and writes its results back.
 //!
-//! Tunables live in a [`ParamCell`] per module, outside the per-socket state:
-//! two copies of the parameters, an index readers follow, and RCU between a
+//! The configuration (`linux::Config`: tunables, network description, pacing
+//! ratios — the same value the BPF CCs keep in their map) lives in a
+//! [`ConfigCell`] per module, outside the per-socket state: two copies, an
+//! index readers follow, and RCU between a
 //! writer's flip and its next reuse of the old copy. Every reader holds an
 //! [`RcuReadGuard`] (the type makes it so): callbacks run in softirq *and* in
 //! process context (backlog ACKs from `release_sock()`, `CA_EVENT_TX_START`
@@ -34,8 +36,8 @@ use kernel::bindings;
 use kernel::prelude::*;
 use kernel::str::CStr;
 
-use super::algo::linux::{self, Flow, Pacing, RateSample, Sock, Update};
-use super::algo::{CongestionControl, NetConfig, Tunables};
+use super::algo::linux::{self, Flow, RateSample, Sock, Update};
+use super::algo::{CongestionControl, Tunables};
 
 /// One xdcc congestion control as the kernel sees it.
 pub trait KernelCc: 'static {
@@ -50,8 +52,9 @@ pub trait KernelCc: 'static {
     const NAME: &'static CStr;
     /// Sysctl directory, e.g. `net/xdcc/uno`.
     const SYSCTL_DIR: &'static CStr;
-    /// The module's tunables (a `static` in the module file).
-    fn params() -> &'static ParamCell<Self::Params>;
+    /// The module's configuration: tunables, network description, pacing
+    /// ratios (a `static` in the module file).
+    fn config() -> &'static ConfigCell<linux::Config<Self::Params>>;
 }
 
 /// The socket a congestion-control callback runs for.
@@ -270,7 +273,7 @@ impl Drop for RcuReadGuard {
 }
 
 /// The module's tunables, read lock-free on the ACK path (see module docs).
-pub struct ParamCell<P> {
+pub struct ConfigCell<P> {
     slots: [UnsafeCell<P>; 2],
     active: AtomicUsize,
     writer: AtomicBool,
@@ -281,9 +284,9 @@ pub struct ParamCell<P> {
 // `writer`) only writes the inactive slot, publishes it with a release store
 // and waits for an RCU grace period before it can write the old slot again,
 // so no reader can still be reading a slot that is being written.
-unsafe impl<P: Send> Sync for ParamCell<P> {}
+unsafe impl<P: Send> Sync for ConfigCell<P> {}
 
-impl<P: Tunables> ParamCell<P> {
+impl<P: Copy> ConfigCell<P> {
     pub const fn new(p: P) -> Self {
         Self { slots: [UnsafeCell::new(p), UnsafeCell::new(p)], active: AtomicUsize::new(0), writer: AtomicBool::new(false) }
     }
@@ -327,24 +330,12 @@ impl<P: Tunables> ParamCell<P> {
     }
 }
 
-/// Window pacing ratios of the module (`window_pacing_ss_pct`,
-/// `window_pacing_pct` sysctls), percent.
-static PACING_SS_PCT: AtomicUsize = AtomicUsize::new(Pacing::DEFAULT.ss_pct as usize);
-static PACING_CA_PCT: AtomicUsize = AtomicUsize::new(Pacing::DEFAULT.ca_pct as usize);
-
-fn pacing() -> Pacing {
-    Pacing {
-        ss_pct: PACING_SS_PCT.load(Ordering::Relaxed).min(Pacing::MAX_PCT as usize) as u32,
-        ca_pct: PACING_CA_PCT.load(Ordering::Relaxed).min(Pacing::MAX_PCT as usize) as u32,
-    }
-}
-
 unsafe extern "C" fn init<T: KernelCc>(sk: *mut bindings::sock) {
     // SAFETY: the stack calls `init` for a TCP socket being assigned this
     // CC; the CA private area is ours from now until `release`.
     let mut sk = unsafe { Sk::new(sk) };
     let rcu = RcuReadGuard::new();
-    let flow = Flow::<T::Algo>::new(T::params().current(&rcu), &sk.view());
+    let flow = Flow::<T::Algo>::new(&T::config().current(&rcu).params, &sk.view());
     // SAFETY: `init` is where the CA area starts holding our `Flow`.
     unsafe { core::ptr::write(sk.flow::<T::Algo>() as *mut Flow<T::Algo>, flow) };
     sk.request_pacing();
@@ -367,7 +358,8 @@ unsafe extern "C" fn cong_control<T: KernelCc>(
     // SAFETY: between init and release.
     let flow = unsafe { sk.flow::<T::Algo>() };
     let rcu = RcuReadGuard::new();
-    let u = flow.on_ack(T::params().current(&rcu), &pacing(), &view, &sample);
+    let cfg = T::config().current(&rcu);
+    let u = flow.on_ack(&cfg.params, &cfg.pacing, &view, &sample);
     sk.apply(&u);
     if T::NEEDS_ECN && view.ecn_ok == 0 {
         sk.stop_ect_without_ecn();
@@ -381,7 +373,8 @@ unsafe extern "C" fn set_state<T: KernelCc>(sk: *mut bindings::sock, new_state: 
     // SAFETY: between init and release.
     let flow = unsafe { sk.flow::<T::Algo>() };
     let rcu = RcuReadGuard::new();
-    if let Some(u) = flow.on_set_state(T::params().current(&rcu), &pacing(), &view, new_state) {
+    let cfg = T::config().current(&rcu);
+    if let Some(u) = flow.on_set_state(&cfg.params, &cfg.pacing, &view, new_state) {
         sk.apply(&u);
     }
 }
@@ -404,7 +397,8 @@ unsafe extern "C" fn cwnd_event<T: KernelCc>(sk: *mut bindings::sock, ev: bindin
         }
     }
     let rcu = RcuReadGuard::new();
-    if let Some(u) = flow.on_cwnd_event(T::params().current(&rcu), &pacing(), &view, ev as u32) {
+    let cfg = T::config().current(&rcu);
+    if let Some(u) = flow.on_cwnd_event(&cfg.params, &cfg.pacing, &view, ev as u32) {
         sk.apply(&u);
     }
 }
@@ -460,21 +454,13 @@ unsafe extern "C" fn get_info<T: KernelCc>(
     bytes.len()
 }
 
-/// One sysctl file per tunable, then `net_*` files that re-derive every
-/// tunable from the papers' defaults for a new network description, then the
-/// two window-pacing ratios.
-const NET_KNOBS: [&str; 6] =
-    ["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu", "window_pacing_pct", "window_pacing_ss_pct"];
-const PACING_CA_KNOB: usize = 4;
-const PACING_SS_KNOB: usize = 5;
-
-/// The network the tunables were last derived from (for the `net_*` files).
-static NET: [AtomicUsize; 4] = [
-    AtomicUsize::new((NetConfig::LINUX_DEFAULT.link_rate_bps / 1_000_000) as usize),
-    AtomicUsize::new((NetConfig::LINUX_DEFAULT.intra_rtt_ns / 1000) as usize),
-    AtomicUsize::new((NetConfig::LINUX_DEFAULT.inter_rtt_ns / 1000) as usize),
-    AtomicUsize::new(NetConfig::LINUX_DEFAULT.mtu as usize),
-];
+/// The sysctl files, entry `idx` of the table: one per knob of
+/// `linux::Config` (the algorithm's tunables, then `net_*` files that
+/// re-derive every tunable from the papers' rules for a new network, then
+/// the two window-pacing ratios).
+fn knob_name<T: KernelCc>(idx: usize) -> Option<&'static str> {
+    linux::Config::<T::Params>::knob_names().nth(idx)
+}
 
 fn einval() -> c_int {
     -(bindings::EINVAL as c_int)
@@ -482,52 +468,17 @@ fn einval() -> c_int {
 
 /// Current value of sysctl entry `idx`.
 fn knob_value<T: KernelCc>(idx: usize) -> Option<u64> {
-    let names = <T::Params as Tunables>::TUNABLES;
-    if let Some(name) = names.get(idx) {
-        return T::params().current(&RcuReadGuard::new()).get(name);
-    }
-    match idx - names.len() {
-        PACING_CA_KNOB => Some(PACING_CA_PCT.load(Ordering::Relaxed) as u64),
-        PACING_SS_KNOB => Some(PACING_SS_PCT.load(Ordering::Relaxed) as u64),
-        n => NET.get(n).map(|a| a.load(Ordering::Relaxed) as u64),
-    }
+    T::config().current(&RcuReadGuard::new()).get(knob_name::<T>(idx)?)
 }
 
-/// Writes sysctl entry `idx`: validated as a whole, all or nothing.
+/// Writes sysctl entry `idx` by `linux::Config::set` (the rule of every
+/// backend): validated as a whole, all or nothing.
 fn knob_write<T: KernelCc>(idx: usize, v: u64) -> c_int {
-    let names = <T::Params as Tunables>::TUNABLES;
-    if let Some(name) = names.get(idx) {
-        return T::params().update(|p| p.set(name, v).map_err(|_| einval()));
-    }
-    let n = idx - names.len();
-    match n {
-        PACING_CA_KNOB | PACING_SS_KNOB => {
-            let Ok(pct) = linux::validate_pacing_pct("window_pacing_pct", v) else { return einval() };
-            let slot = if n == PACING_CA_KNOB { &PACING_CA_PCT } else { &PACING_SS_PCT };
-            slot.store(pct as usize, Ordering::Relaxed);
-            0
-        }
-        _ => {
-            let mut net = [0u64; 4];
-            for (i, a) in NET.iter().enumerate() {
-                net[i] = a.load(Ordering::Relaxed) as u64;
-            }
-            let Some(slot) = net.get_mut(n) else { return einval() };
-            *slot = v;
-            let cfg = NetConfig::from_knobs(net);
-            if cfg.validate().is_err() {
-                return einval();
-            }
-            let r = T::params().update(|p| {
-                *p = <T::Params as Tunables>::from_net(&cfg);
-                Ok(())
-            });
-            if let (0, Some(a)) = (r, NET.get(n)) {
-                a.store(v as usize, Ordering::Relaxed);
-            }
-            r
-        }
-    }
+    let Some(name) = knob_name::<T>(idx) else { return einval() };
+    T::config().update(|c| {
+        *c = c.set(name, v).map_err(|_| einval())?;
+        Ok(())
+    })
 }
 
 unsafe extern "C" fn sysctl_handler<T: KernelCc>(
@@ -574,10 +525,9 @@ unsafe impl<T: KernelCc> Sync for Sysctls<T> {}
 
 impl<T: KernelCc> Sysctls<T> {
     pub fn register() -> Result<Self> {
-        let names = <T::Params as Tunables>::TUNABLES;
-        let n = names.len() + NET_KNOBS.len();
+        let n = linux::Config::<T::Params>::knob_names().count();
         let mut cnames = KVec::with_capacity(n, GFP_KERNEL)?;
-        for name in Iterator::chain(names.iter(), NET_KNOBS.iter()) {
+        for name in linux::Config::<T::Params>::knob_names() {
             let mut b = [0u8; 40];
             let nb = name.as_bytes();
             if nb.len() >= b.len() {
@@ -683,8 +633,12 @@ macro_rules! xdcc_cc_module {
             license: "GPL",
         }
 
-        static PARAMS: glue::ParamCell<algo::$algo::Params> =
-            glue::ParamCell::new(algo::$algo::Params::from_net(&algo::NetConfig::LINUX_DEFAULT));
+        static CONFIG: glue::ConfigCell<algo::linux::Config<algo::$algo::Params>> =
+            glue::ConfigCell::new(algo::linux::Config {
+                params: algo::$algo::Params::from_net(&algo::NetConfig::LINUX_DEFAULT),
+                pacing: algo::linux::Pacing::DEFAULT,
+                net: algo::NetConfig::LINUX_DEFAULT,
+            });
 
         struct Cc;
 
@@ -695,8 +649,8 @@ macro_rules! xdcc_cc_module {
             const NEEDS_ECN: bool = algo::needs_ecn(<algo::$algo::$state as algo::CongestionControl>::NAME);
             const NAME: &'static kernel::str::CStr = kernel::c_str!(stringify!($algo));
             const SYSCTL_DIR: &'static kernel::str::CStr = kernel::c_str!(concat!("net/xdcc/", stringify!($algo)));
-            fn params() -> &'static glue::ParamCell<Self::Params> {
-                &PARAMS
+            fn config() -> &'static glue::ConfigCell<algo::linux::Config<Self::Params>> {
+                &CONFIG
             }
         }
 

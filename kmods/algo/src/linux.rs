@@ -60,7 +60,7 @@
 //!   nobody echoes.
 
 use super::fixed::{mul_div, mul_sat, sat_u32};
-use super::{AckSample, CongestionControl, Event, FlowInit, NetConfig, Tunables, ICSK_CA_PRIV_SIZE};
+use super::{AckSample, CongestionControl, Event, FlowInit, NetConfig, ParamError, Tunables, ICSK_CA_PRIV_SIZE};
 
 /// Linux's `enum tcp_ca_state` values used here.
 pub const TCP_CA_OPEN: u8 = 0;
@@ -163,6 +163,9 @@ impl Pacing {
     pub const DEFAULT: Pacing = Pacing { ss_pct: 200, ca_pct: 100 };
     /// Largest accepted ratio, percent.
     pub const MAX_PCT: u32 = 1000;
+    /// Their knob names (sysctl files, `xdcc tunable`, config keys):
+    /// congestion avoidance, then slow start.
+    pub const KNOBS: [&'static str; 2] = ["window_pacing_pct", "window_pacing_ss_pct"];
 }
 
 /// The configuration of a BPF CC (its config map's value, written by
@@ -181,6 +184,51 @@ impl<P: Tunables> Config<P> {
     /// The defaults for a network.
     pub fn for_net(net: &NetConfig) -> Self {
         Config { params: P::from_net(net), pacing: Pacing::DEFAULT, net: *net }
+    }
+
+    /// Every knob of a CC in the Linux backends, in the order of its sysctl
+    /// files: the algorithm's tunables, the `net_*` network description,
+    /// the pacing ratios.
+    pub fn knob_names() -> impl Iterator<Item = &'static str> {
+        P::TUNABLES.iter().chain(NetConfig::KNOBS.iter()).chain(Pacing::KNOBS.iter()).copied()
+    }
+
+    /// The value of knob `name` (None: not a knob of this CC).
+    pub fn get(&self, name: &str) -> Option<u64> {
+        if let Some(i) = NetConfig::KNOBS.iter().position(|k| *k == name) {
+            return Some(self.net.knobs()[i]);
+        }
+        match name {
+            n if n == Pacing::KNOBS[0] => Some(self.pacing.ca_pct as u64),
+            n if n == Pacing::KNOBS[1] => Some(self.pacing.ss_pct as u64),
+            n => self.params.get(n),
+        }
+    }
+
+    /// This configuration with knob `name` set to `value`, by the rules every
+    /// backend applies (module sysctls, BPF map, CLI checks): a tunable is
+    /// validated with the whole set; a `net_*` value re-derives every
+    /// tunable from the papers' rules for the new network; a pacing ratio
+    /// is 0..=`Pacing::MAX_PCT`. On error, nothing is returned to write.
+    pub fn set(&self, name: &str, value: u64) -> Result<Self, ParamError> {
+        let mut c = *self;
+        if let Some(i) = NetConfig::KNOBS.iter().position(|k| *k == name) {
+            let mut knobs = self.net.knobs();
+            knobs[i] = value;
+            let net = NetConfig::from_knobs(knobs);
+            net.validate()?;
+            let params = P::from_net(&net);
+            params.validate()?;
+            c.net = net;
+            c.params = params;
+        } else if name == Pacing::KNOBS[0] {
+            c.pacing.ca_pct = validate_pacing_pct(Pacing::KNOBS[0], value)?;
+        } else if name == Pacing::KNOBS[1] {
+            c.pacing.ss_pct = validate_pacing_pct(Pacing::KNOBS[1], value)?;
+        } else {
+            c.params.set(name, value)?;
+        }
+        Ok(c)
     }
 
     /// The `#[repr(C)]` layout, padding zeroed. False if `out` is short.
@@ -219,8 +267,8 @@ impl<P: Tunables> Config<P> {
             ca_pct: u32::from_ne_bytes(get(b, pacing + core::mem::offset_of!(Pacing, ca_pct))?),
         };
         net.validate().ok()?;
-        validate_pacing_pct("window_pacing_ss_pct", pacing.ss_pct as u64).ok()?;
-        validate_pacing_pct("window_pacing_pct", pacing.ca_pct as u64).ok()?;
+        validate_pacing_pct(Pacing::KNOBS[1], pacing.ss_pct as u64).ok()?;
+        validate_pacing_pct(Pacing::KNOBS[0], pacing.ca_pct as u64).ok()?;
         let params = P::read_bytes(b, P::from_net(&net))?;
         params.validate().ok()?;
         Some(Config { params, pacing, net })
@@ -615,7 +663,7 @@ impl LinkState {
 
 
 /// Checks a pacing tunable.
-pub fn validate_pacing_pct(name: &'static str, v: u64) -> Result<u32, super::ParamError> {
+pub fn validate_pacing_pct(name: &'static str, v: u64) -> Result<u32, ParamError> {
     super::params::check(name, v, 0, Pacing::MAX_PCT as u64)?;
     Ok(v as u32)
 }

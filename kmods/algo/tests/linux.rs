@@ -442,3 +442,30 @@ fn net_knobs_round_trip_and_saturate() {
     assert_eq!((big.link_rate_bps, big.intra_rtt_ns, big.mtu), (u64::MAX, u32::MAX, u32::MAX));
     assert!(big.validate().is_err());
 }
+
+/// `Config::set`, the one rule behind the module sysctls, the BPF map and the
+/// CLI's check: every knob reads back what was set; a tunable is validated
+/// with the whole set; a `net_*` value re-derives the tunables; pacing is
+/// bounded; anything refused leaves no new value.
+#[test]
+fn config_set_is_one_rule_for_every_knob() {
+    let c = Config::<uno::Params>::for_net(&NET);
+    let names: Vec<&str> = Config::<uno::Params>::knob_names().collect();
+    assert_eq!(names.len(), uno::Params::TUNABLES.len() + 4 + 2);
+    assert_eq!(&names[names.len() - 6..], &["net_link_rate_mbps", "net_intra_rtt_us", "net_inter_rtt_us", "net_mtu", "window_pacing_pct", "window_pacing_ss_pct"]);
+    for name in &names {
+        let v = c.get(name).unwrap_or_else(|| panic!("{name} not readable"));
+        assert_eq!(c.set(name, v).map(|n| n.get(name)), Ok(Some(v)), "{name}: setting its own value");
+    }
+    let k = c.set("k_bytes", 30_000).unwrap();
+    assert_eq!((k.params.k_bytes, k.net, k.pacing), (30_000, c.net, c.pacing));
+    assert!(c.set("qa_beta_q16", 10_000_000).is_err());
+    let n = c.set("net_link_rate_mbps", 100_000).unwrap();
+    assert_eq!(n.params, uno::Params::from_net(&NetConfig { link_rate_bps: 100_000_000_000, ..NET }), "re-derived");
+    assert_eq!(k.set("net_mtu", 9000).unwrap().params.k_bytes, uno::Params::from_net(&NetConfig { mtu: 9000, ..NET }).k_bytes, "a net_* write replaces set tunables");
+    assert!(c.set("net_inter_rtt_us", 10).is_err(), "inter below intra");
+    assert_eq!(c.set("window_pacing_pct", 1000).unwrap().pacing.ca_pct, 1000);
+    assert!(c.set("window_pacing_ss_pct", 1001).is_err());
+    assert!(c.set("no_such_knob", 1).is_err());
+    assert_eq!(c.get("no_such_knob"), None);
+}

@@ -68,7 +68,7 @@ pub struct CcConfig {
 }
 
 const NET_KNOBS: [&str; 4] = NetConfig::KNOBS;
-const PACING: [(&str, u64); 2] = [("window_pacing_pct", 100), ("window_pacing_ss_pct", 200)];
+const PACING: [&str; 2] = xdcc_algo::linux::Pacing::KNOBS;
 
 /// What one CC should look like in the kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,8 +101,9 @@ impl CcConfig {
         let net = NetConfig::from_knobs(net_values);
         net.validate().map_err(|e| ("link_rate_mbps".to_string(), format!("[cc.{name}.net]: {e}")))?;
         let mut values: BTreeMap<String, u64> = NET_KNOBS.iter().map(|k| k.to_string()).zip(net_values).collect();
-        for (k, v) in PACING {
-            let v = self.tunables.get(k).copied().unwrap_or(v);
+        let default_pacing = xdcc_algo::linux::Pacing::DEFAULT;
+        for (k, v) in PACING.into_iter().zip([default_pacing.ca_pct, default_pacing.ss_pct]) {
+            let v = self.tunables.get(k).copied().unwrap_or(v as u64);
             xdcc_algo::linux::validate_pacing_pct(k, v).map_err(|e| (k.to_string(), format!("[cc.{name}.tunables]: {e}")))?;
             values.insert(k.to_string(), v);
         }
@@ -126,7 +127,7 @@ impl CcConfig {
                 }
             }
             for (k, v) in &self.tunables {
-                if PACING.iter().any(|(n, _)| n == k) {
+                if PACING.contains(&k.as_str()) {
                     continue;
                 }
                 if NET_KNOBS.contains(&k.as_str()) {
@@ -185,7 +186,7 @@ pub fn tunable_changes(d: &Desired, current: Option<&BTreeMap<String, u64>>, aft
         if NET_KNOBS.contains(&k.as_str()) {
             continue;
         }
-        let now = if net_differs && !PACING.iter().any(|(p, _)| p == k) { after_net.get(k) } else { cur.get(k) };
+        let now = if net_differs && !PACING.contains(&k.as_str()) { after_net.get(k) } else { cur.get(k) };
         if now != Some(v) {
             out.push(set(k, cur.get(k).copied(), *v));
         }

@@ -383,24 +383,14 @@ fn config_map(algo: &str) -> Result<MapHandle> {
     MapHandle::from_pinned_path(&p).with_context(|| format!("opening {}", p.display()))
 }
 
-/// The knobs of a BPF CC: the algorithm's, the window pacing ratios and the
-/// network the defaults derive from (as the modules' sysctls).
-const PACING: [&str; 2] = ["window_pacing_pct", "window_pacing_ss_pct"];
-const NET: [&str; 4] = NetConfig::KNOBS;
-
+/// The knobs of a BPF CC, as the modules' sysctl files
+/// (`linux::Config::knob_names`).
 fn names<P: Tunables>() -> Vec<&'static str> {
-    let mut v = P::TUNABLES.to_vec();
-    v.extend_from_slice(&NET);
-    v.extend_from_slice(&PACING);
-    v
+    linux::Config::<P>::knob_names().collect()
 }
 
 fn values<P: Tunables>(c: &linux::Config<P>) -> Vec<(String, u64)> {
-    let mut v: Vec<(String, u64)> = P::TUNABLES.iter().map(|n| (n.to_string(), c.params.get(n).unwrap_or(0))).collect();
-    v.extend(NET.iter().zip(c.net.knobs()).map(|(k, x)| (k.to_string(), x)));
-    v.push((PACING[0].into(), c.pacing.ca_pct as u64));
-    v.push((PACING[1].into(), c.pacing.ss_pct as u64));
-    v
+    linux::Config::<P>::knob_names().map(|k| (k.to_string(), c.get(k).unwrap_or(0))).collect()
 }
 
 fn read<P: Tunables>(algo: &str, map: &MapHandle) -> Result<linux::Config<P>> {
@@ -411,30 +401,13 @@ fn read<P: Tunables>(algo: &str, map: &MapHandle) -> Result<linux::Config<P>> {
     linux::Config::<P>::read_bytes(&b).ok_or_else(|| anyhow!("bpf_{algo}'s configuration map holds an invalid set (reload it)"))
 }
 
-/// `name = value` applied to a copy of `c`, with the modules' rules: a
-/// parameter is validated with the whole set; a `net_*` value re-derives
-/// every parameter from the new network; pacing ratios are 0..=1000 %.
+/// `name = value` applied to a copy of `c`, by the rules of every backend
+/// (`linux::Config::set`).
 fn apply<P: Tunables>(c: &linux::Config<P>, name: &str, value: u64) -> Result<linux::Config<P>> {
-    let mut n = *c;
-    if P::TUNABLES.contains(&name) {
-        n.params.set(name, value).map_err(bad_value)?;
-    } else if let Some(i) = PACING.iter().position(|k| *k == name) {
-        let pct = linux::validate_pacing_pct(PACING[i], value).map_err(bad_value)?;
-        if i == 0 {
-            n.pacing.ca_pct = pct;
-        } else {
-            n.pacing.ss_pct = pct;
-        }
-    } else if let Some(i) = NET.iter().position(|k| *k == name) {
-        let mut knobs = n.net.knobs();
-        knobs[i] = value;
-        n.net = NetConfig::from_knobs(knobs);
-        n.net.validate().map_err(|e| bad_value(format!("{name} = {value} rejected: {e}")))?;
-        n.params = P::from_net(&n.net);
-    } else {
+    if !linux::Config::<P>::knob_names().any(|k| k == name) {
         return Err(bad_value(format!("`{name}` is not a tunable (known: {})", names::<P>().join(", "))));
     }
-    Ok(n)
+    c.set(name, value).map_err(|e| bad_value(format!("{name} = {value} rejected: {e}")))
 }
 
 fn write<P: Tunables>(algo: &str, map: &MapHandle, c: &linux::Config<P>) -> Result<()> {

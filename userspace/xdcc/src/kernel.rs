@@ -14,7 +14,7 @@ use std::{
 use crate::failure::{bad_value, kernel_refused};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
-use xdcc_algo::{with_cc, NetConfig, Tunables, CCS};
+use xdcc_algo::{linux, with_cc, NetConfig, Tunables, CCS};
 
 const AVAILABLE: &str = "net/ipv4/tcp_available_congestion_control";
 const ALLOWED: &str = "net/ipv4/tcp_allowed_congestion_control";
@@ -216,12 +216,6 @@ fn module_names() -> String {
 
 // ---------------------------------------------------------------- tunables
 
-/// The extra files every module has besides its `Params` (glue.rs).
-const NET_KNOBS: &[&str] = &NetConfig::KNOBS;
-/// Window pacing ratios of the module (congestion avoidance, slow start),
-/// percent of cwnd/srtt; checked by the adapter's own rule.
-const PACING_KNOBS: &[&str] = &["window_pacing_pct", "window_pacing_ss_pct"];
-
 fn cc_dir(cc: &str) -> Result<PathBuf> {
     let Some((_, m)) = xdcc_ccs().find(|(c, _)| *c == cc) else {
         return Err(bad_value(format!(
@@ -236,11 +230,9 @@ fn cc_dir(cc: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// A module's sysctl files (`linux::Config::knob_names`, as glue.rs makes them).
 fn tunable_names(cc: &str) -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = xdcc_algo::cc_spec(cc).map(|c| c.tunables.to_vec()).unwrap_or_default();
-    v.extend_from_slice(NET_KNOBS);
-    v.extend_from_slice(PACING_KNOBS);
-    v
+    with_cc!(cc, |C, P| linux::Config::<P>::knob_names().collect(), _ => Vec::new())
 }
 
 /// Every tunable of a loaded module with its current value.
@@ -278,31 +270,31 @@ fn unknown_tunable(cc: &str, name: &str) -> anyhow::Error {
     bad_value(format!("`{name}` is not a tunable of {cc} (known: {})", tunable_names(cc).join(", ")))
 }
 
-/// Checks a new value against the module's current set the way the module
-/// will (`Params::set` validates the whole set; `net_*` build a NetConfig).
-fn check<P: Tunables>(current: &[(String, u64)], name: &str, value: u64) -> Result<()> {
-    let get = |n: &str| current.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap_or(0);
-    if PACING_KNOBS.contains(&name) {
-        if value > 1000 {
-            return Err(bad_value(format!("{name} = {value} is out of range (0..=1000 percent of cwnd/srtt)")));
-        }
-        return Ok(());
+/// The module's configuration from its files' values (missing network or
+/// pacing values: the defaults).
+fn config_of<P: Tunables>(current: &[(String, u64)]) -> linux::Config<P> {
+    let get = |n: &str| current.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+    let mut c = linux::Config::<P>::for_net(&NetConfig::LINUX_DEFAULT);
+    if let [Some(r), Some(a), Some(e), Some(m)] = NetConfig::KNOBS.map(get) {
+        c = linux::Config::for_net(&NetConfig::from_knobs([r, a, e, m]));
     }
-    if let Some(i) = NET_KNOBS.iter().position(|k| *k == name) {
-        let mut net = NetConfig::KNOBS.map(get);
-        net[i] = value;
-        let cfg = NetConfig::from_knobs(net);
-        return cfg.validate().map_err(|e| bad_value(format!("{name} = {value} rejected: {e}")));
-    }
-    let mut p = P::from_net(&NetConfig::GEMINI_TESTBED);
     for (k, v) in current {
         if P::TUNABLES.contains(&k.as_str()) {
             // a copy of the module's set; unchecked because it is consistent
             // as a whole, not after each single value
-            let _ = p.set_unchecked(k, *v);
+            let _ = c.params.set_unchecked(k, *v);
         }
     }
-    p.set(name, value).map_err(bad_value)
+    let pacing = linux::Pacing::KNOBS.map(get);
+    c.pacing.ca_pct = pacing[0].map_or(c.pacing.ca_pct, |v| v as u32);
+    c.pacing.ss_pct = pacing[1].map_or(c.pacing.ss_pct, |v| v as u32);
+    c
+}
+
+/// Checks a new value against the module's current set by the rule the
+/// module applies (`linux::Config::set`).
+fn check<P: Tunables>(current: &[(String, u64)], name: &str, value: u64) -> Result<()> {
+    config_of::<P>(current).set(name, value).map(|_| ()).map_err(|e| bad_value(format!("{name} = {value} rejected: {e}")))
 }
 
 /// Validates, then writes. On a validation error nothing is written; if the
@@ -356,8 +348,8 @@ pub fn tunable_preset(cc: &str, name: &str) -> Result<Vec<(String, u64)>> {
     }
     let current = tunable_list(cc)?;
     let get = |n: &str| current.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
-    let net = match (get(NET_KNOBS[0]), get(NET_KNOBS[1]), get(NET_KNOBS[2]), get(NET_KNOBS[3])) {
-        (Some(r), Some(a), Some(e), Some(m)) => NetConfig::from_knobs([r, a, e, m]),
+    let net = match NetConfig::KNOBS.map(get) {
+        [Some(r), Some(a), Some(e), Some(m)] => NetConfig::from_knobs([r, a, e, m]),
         _ => NetConfig::LINUX_DEFAULT,
     };
     let values: Vec<(String, u64)> = with_cc!(algo, |C, P| {

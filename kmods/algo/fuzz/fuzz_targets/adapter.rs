@@ -80,7 +80,7 @@ fn check_codec<P: Tunables + PartialEq + core::fmt::Debug>(p: &P, net: &NetConfi
 }
 
 /// ACKs of all trains of one run together (bounds the time of one input).
-const MAX_ACKS_PER_RUN: u32 = 20_000;
+const MAX_ACKS_PER_RUN: u32 = 3_000;
 
 /// One output per call, for the determinism check.
 #[derive(Debug, PartialEq)]

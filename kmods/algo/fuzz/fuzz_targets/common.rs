@@ -47,7 +47,11 @@ impl Setup {
     /// The parameters a run uses, or `None` if the network itself is one the
     /// tunables refuse.
     pub fn params<P: Tunables>(&self) -> Option<P> {
-        let mut p = P::from_net(&self.net());
+        // (`from_net` runs on any network; a run needs one the `net_*`
+        // knobs accept, as every backend refuses the others.)
+        let net = self.net();
+        let mut p = P::from_net(&net);
+        net.validate().ok()?;
         p.validate().ok()?;
         for &(i, v) in self.tunables.iter().take(4) {
             // (`set` validates the whole set and changes nothing on error.)

@@ -40,7 +40,7 @@ fn run<C: CongestionControl + Clone + PartialEq + core::fmt::Debug>(
     let mut fast = C::new(p, &init);
     let mut slow = fast.clone();
     let mut now = init.now_ns;
-    let mut budget = 20_000u32;
+    let mut budget = 3_000u32;
     for step in input.steps.iter().take(2000) {
         match *step {
             Step::Train { n, gap_ns, rtt_ns, acked, mark_every } => {
