@@ -419,30 +419,39 @@ fn write<P: Tunables>(algo: &str, map: &MapHandle, c: &linux::Config<P>) -> Resu
     map.update(&0u32.to_ne_bytes(), &b, MapFlags::ANY).with_context(|| format!("writing bpf_{algo}'s configuration"))
 }
 
-fn list_for<P: Tunables>(algo: &str) -> Result<Vec<(String, u64)>> {
-    Ok(values(&read::<P>(algo, &config_map(algo)?)?))
+/// A loaded BPF CC's configuration map, as a `kernel::TunableStore`.
+pub struct ConfigMap {
+    algo: &'static str,
+    map: MapHandle,
 }
 
-fn set_for<P: Tunables>(algo: &str, name: &str, value: u64) -> Result<()> {
-    let map = config_map(algo)?;
-    let cur = read::<P>(algo, &map)?;
+impl ConfigMap {
+    pub fn open(cc: &str) -> Result<Self> {
+        let algo = algo_name(cc)?;
+        Ok(ConfigMap { algo, map: config_map(algo)? })
+    }
+}
+
+fn set_for<P: Tunables>(algo: &str, map: &MapHandle, name: &str, value: u64) -> Result<()> {
+    let cur = read::<P>(algo, map)?;
     if !names::<P>().contains(&name) {
         return Err(bad_value(format!("`{name}` is not a tunable of bpf_{algo} (known: {})", names::<P>().join(", "))));
     }
     let new = apply(&cur, name, value)?;
-    write(algo, &map, &new)
+    write(algo, map, &new)
 }
 
-/// Every tunable of a loaded BPF CC with its value.
-pub fn tunable_list(cc: &str) -> Result<Vec<(String, u64)>> {
-    let algo = algo_name(cc)?;
-    with_cc!(algo, |C, P| list_for::<P>(algo), _ => unreachable!("algo_name checked it"))
-}
+impl crate::kernel::TunableStore for ConfigMap {
+    fn list(&self) -> Result<Vec<(String, u64)>> {
+        let algo = self.algo;
+        with_cc!(algo, |C, P| Ok(values(&read::<P>(algo, &self.map)?)), _ => unreachable!("algo_name checked it"))
+    }
 
-/// Validates, then replaces the configuration; on any error nothing changes.
-pub fn tunable_set(cc: &str, name: &str, value: u64) -> Result<()> {
-    let algo = algo_name(cc)?;
-    with_cc!(algo, |C, P| set_for::<P>(algo, name, value), _ => unreachable!("algo_name checked it"))
+    /// Replaces the whole configuration; on any error nothing changes.
+    fn set(&self, name: &str, value: u64) -> Result<()> {
+        let algo = self.algo;
+        with_cc!(algo, |C, P| set_for::<P>(algo, &self.map, name, value), _ => unreachable!("algo_name checked it"))
+    }
 }
 
 #[cfg(test)]

@@ -235,39 +235,72 @@ fn tunable_names(cc: &str) -> Vec<&'static str> {
     with_cc!(cc, |C, P| linux::Config::<P>::knob_names().collect(), _ => Vec::new())
 }
 
-/// Every tunable of a loaded module with its current value.
-pub fn tunable_list(cc: &str) -> Result<Vec<(String, u64)>> {
+/// Where a CC's knobs live: a module's sysctl files or a BPF CC's
+/// configuration map. Both hold a `linux::Config` and change it by
+/// `linux::Config::set`; a store only reads and writes values.
+pub trait TunableStore {
+    /// Every knob with its current value (`linux::Config::knob_names` order).
+    fn list(&self) -> Result<Vec<(String, u64)>>;
+    /// `name = value`, validated against the current set first; on any
+    /// error nothing changes.
+    fn set(&self, name: &str, value: u64) -> Result<()>;
+}
+
+/// The store of `cc`: `bpf_<cc>`'s map or module `tcp_<cc>`'s sysctl files
+/// (the one place that tells the two backends apart).
+pub fn tunable_store(cc: &str) -> Result<Box<dyn TunableStore>> {
     if cc.starts_with("bpf_") {
-        return crate::bpfcc::tunable_list(cc);
+        return Ok(Box::new(crate::bpfcc::ConfigMap::open(cc)?));
     }
-    let dir = cc_dir(cc)?;
-    tunable_names(cc)
-        .into_iter()
-        .map(|n| {
-            let p = dir.join(n);
-            let v = fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-            let v = v.trim().parse().with_context(|| format!("{}: not a number", p.display()))?;
-            Ok((n.to_string(), v))
+    Ok(Box::new(SysctlFiles { cc: cc.to_string(), dir: cc_dir(cc)? }))
+}
+
+/// A loaded module's `/proc/sys/net/xdcc/<cc>/`.
+struct SysctlFiles {
+    cc: String,
+    dir: PathBuf,
+}
+
+impl TunableStore for SysctlFiles {
+    fn list(&self) -> Result<Vec<(String, u64)>> {
+        tunable_names(&self.cc)
+            .into_iter()
+            .map(|n| {
+                let p = self.dir.join(n);
+                let v = fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+                let v = v.trim().parse().with_context(|| format!("{}: not a number", p.display()))?;
+                Ok((n.to_string(), v))
+            })
+            .collect()
+    }
+
+    fn set(&self, name: &str, value: u64) -> Result<()> {
+        let (cc, current) = (self.cc.as_str(), self.list()?);
+        if !current.iter().any(|(n, _)| n == name) {
+            return Err(unknown_tunable(cc, name, &current));
+        }
+        with_cc!(cc, |C, P| check::<P>(&current, name, value)?, _ => unreachable!("cc_dir accepted it"));
+        let p = self.dir.join(name);
+        fs::write(&p, value.to_string()).map_err(|e| match e.raw_os_error() {
+            Some(22) => kernel_refused(format!("the kernel rejected {cc}.{name} = {value} (EINVAL); nothing changed")),
+            _ => anyhow!("writing {}: {e}", p.display()),
         })
-        .collect()
+    }
+}
+
+/// Every tunable of a loaded CC (module or `bpf_<cc>`) with its current value.
+pub fn tunable_list(cc: &str) -> Result<Vec<(String, u64)>> {
+    tunable_store(cc)?.list()
 }
 
 pub fn tunable_get(cc: &str, name: &str) -> Result<u64> {
     let all = tunable_list(cc)?;
-    all.iter().find(|(n, _)| n == name).map(|(_, v)| *v).ok_or_else(|| {
-        if cc.starts_with("bpf_") {
-            bad_value(format!(
-                "`{name}` is not a tunable of {cc} (known: {})",
-                all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
-            ))
-        } else {
-            unknown_tunable(cc, name)
-        }
-    })
+    all.iter().find(|(n, _)| n == name).map(|(_, v)| *v).ok_or_else(|| unknown_tunable(cc, name, &all))
 }
 
-fn unknown_tunable(cc: &str, name: &str) -> anyhow::Error {
-    bad_value(format!("`{name}` is not a tunable of {cc} (known: {})", tunable_names(cc).join(", ")))
+fn unknown_tunable(cc: &str, name: &str, known: &[(String, u64)]) -> anyhow::Error {
+    let names: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).collect();
+    bad_value(format!("`{name}` is not a tunable of {cc} (known: {})", names.join(", ")))
 }
 
 /// The module's configuration from its files' values (missing network or
@@ -304,20 +337,7 @@ pub fn tunable_set(cc: &str, name: &str, value: &str) -> Result<u64> {
         .trim()
         .parse()
         .map_err(|_| bad_value(format!("`{value}` is not a non-negative integer (units are in the name: _ns, _bytes, _q16, ...)")))?;
-    if cc.starts_with("bpf_") {
-        crate::bpfcc::tunable_set(cc, name, value)?;
-        return Ok(value);
-    }
-    let current = tunable_list(cc)?;
-    if !current.iter().any(|(n, _)| n == name) {
-        return Err(unknown_tunable(cc, name));
-    }
-    with_cc!(cc, |C, P| check::<P>(&current, name, value)?, _ => unreachable!("cc_dir accepted it"));
-    let p = cc_dir(cc)?.join(name);
-    fs::write(&p, value.to_string()).map_err(|e| match e.raw_os_error() {
-        Some(22) => kernel_refused(format!("the kernel rejected {cc}.{name} = {value} (EINVAL); nothing changed")),
-        _ => anyhow!("writing {}: {e}", p.display()),
-    })?;
+    tunable_store(cc)?.set(name, value)?;
     Ok(value)
 }
 
