@@ -2,7 +2,7 @@
 //! `cargo run -p xdcc-algo --example tunables -- [link_mbps intra_us inter_us mtu]`
 //! (defaults: the kernel modules' 10000 100 10000 1500).
 
-use xdcc_algo::{gemini, oscar, smartt, uno, NetConfig, Tunables};
+use xdcc_algo::{with_cc, NetConfig, Tunables, CCS};
 
 fn table<P: Tunables>(name: &str, p: &P) {
     println!("\n`/proc/sys/net/xdcc/{name}/`\n");
@@ -26,8 +26,7 @@ fn main() {
         eprintln!("{e}");
         std::process::exit(2);
     }
-    table("uno", &uno::Params::from_net(&n));
-    table("gemini", &gemini::Params::from_net(&n));
-    table("oscar", &oscar::Params::from_net(&n));
-    table("smartt", &smartt::Params::from_net(&n));
+    for c in CCS {
+        with_cc!(c.name, |C, P| table(c.name, &P::from_net(&n)), _ => unreachable!("CCS and with_cc! agree"));
+    }
 }
