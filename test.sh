@@ -3,7 +3,8 @@
 #   ./test.sh          1. cargo tests: algorithms, the Linux adapter, simulator,
 #                         eBPF map types, agent/CLI units (builds the eBPF
 #                         programs); the BPF struct_ops CCs built and checked
-#                         for BPF-cleanliness (kmods/bpf/build.sh)
+#                         for BPF-cleanliness (kmods/bpf/build.sh); the
+#                         fuzzers, briefly (kmods/algo/fuzz/run.sh 20000)
 #                      2. host namespace tests of the eBPF programs, agent
 #                         and CLI (userspace/tests/netns.sh, root), and the
 #                         BPF CCs at real speed (userspace/tests/realspeed.sh),
@@ -40,6 +41,9 @@ echo "[test] BPF struct_ops CCs: build from the algorithm crate, check it is BPF
 bpf_out=$(mktemp -d)
 kmods/bpf/build.sh "$bpf_out"
 rm -rf "$bpf_out"
+
+echo "[test] coverage-guided fuzzers, briefly: every CC through the Linux adapter, and the fast paths against the full logic (20,000 sequences each; the deep run is kmods/algo/fuzz/run.sh)" >&2
+kmods/algo/fuzz/run.sh 20000
 
 echo "[test] testbed runner units (scenarios, topology validation, profiles, metrics)" >&2
 if [[ ! -x /usr/bin/python3 ]] || ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
