@@ -368,18 +368,10 @@ pub fn tunable_preset(cc: &str, name: &str) -> Result<Vec<(String, u64)>> {
     }
     let current = tunable_list(cc)?;
     let get = |n: &str| current.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
-    let net = match NetConfig::KNOBS.map(get) {
-        [Some(r), Some(a), Some(e), Some(m)] => NetConfig::from_knobs([r, a, e, m]),
-        _ => NetConfig::LINUX_DEFAULT,
-    };
     let values: Vec<(String, u64)> = with_cc!(algo, |C, P| {
         // The current set with the preset's values on top, validated whole.
-        let mut p = P::from_net(&net);
-        for (k, v) in &current {
-            if P::TUNABLES.contains(&k.as_str()) {
-                let _ = p.set_unchecked(k, *v);
-            }
-        }
+        let current = config_of::<P>(&current);
+        let (net, mut p) = (current.net, current.params);
         let mut err = None;
         xdcc_algo::presets::for_each_preset_tunable(algo, name, &net, |k, v| {
             if let Err(e) = p.set_unchecked(k, v) {
