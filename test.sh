@@ -52,6 +52,9 @@ if [[ ! -x /usr/bin/python3 ]] || ! /usr/bin/python3 -c 'import matplotlib' 2>/d
 fi
 /usr/bin/python3 testbed/runner/test_runner.py
 
+echo "[test] docs: every relative link and anchor in README.md, docs/ and RESULTS.md resolves" >&2
+/usr/bin/python3 docs/check_links.py
+
 if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
     echo "[test] eBPF telemetry, rerouting and the CLI in network namespaces (host kernel)" >&2
     userspace/tests/netns.sh
