@@ -296,9 +296,8 @@ impl<P: Copy> ConfigCell<P> {
     #[inline]
     pub fn current<'a>(&'a self, _rcu: &'a RcuReadGuard) -> &'a P {
         let i = self.active.load(Ordering::Acquire) & 1;
-        // SAFETY: see `Sync` above: the slot that was active inside this
-        // read-side section is not written before a grace period has ended,
-        // which it cannot while `_rcu` lives.
+        // (`_rcu` lives as long as the borrow: no grace period ends before it.)
+        // SAFETY: see `Sync` above: a slot active in this read section is not rewritten.
         unsafe { &*self.slots[i].get() }
     }
 

@@ -228,5 +228,5 @@ fuzz_target!(|input: Input| {
         let a = run::<C>(&p, &input);
         let b = run::<C>(&p, &input);
         assert_eq!(a, b, "same calls, different outputs");
-    }, _ => unreachable!());
+    }, _ => {});
 });

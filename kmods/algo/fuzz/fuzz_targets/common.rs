@@ -14,7 +14,10 @@ pub fn chosen_cc(pick: u8) -> &'static str {
         let known: Vec<&str> = CCS.iter().map(|c| c.name).collect();
         match CCS.iter().find(|c| c.name == name) {
             Some(c) => Some(c.name),
-            None => panic!("XDCC_FUZZ_CC={name}: not an xdcc CC (known: {})", known.join(", ")),
+            None => {
+                eprintln!("XDCC_FUZZ_CC={name}: not an xdcc CC (known: {})", known.join(", "));
+                std::process::exit(2)
+            }
         }
     });
     fixed.unwrap_or(CCS[pick as usize % CCS.len()].name)
