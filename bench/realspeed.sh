@@ -5,7 +5,7 @@
 #   s1 ─┐
 #       ├─ r ── port p0 (HTB RATE, FIFO of BUFFER) ── d
 #   s2 ─┘
-# Two senders run FLOWS/2 iperf3 streams each into d; the router's port to d
+# Two senders run FLOWS/2 iperf3 streams each into d (--flows 1: s1 alone); the router's port to d
 # is the only bottleneck. The xdcc eBPF markers sit on that port as each
 # CC's paper configures its switch (the host kernel has no sch_red):
 #   bpf_uno     phantom queue draining at 90 %, marking 20-80 % of its size
@@ -57,7 +57,7 @@ while (($#)); do
 done
 [[ $rate =~ ^[0-9]+$ && $rate -ge 10 ]] || { echo "bench/realspeed.sh: --rate-mbit must be an integer >= 10" >&2; exit 2; }
 [[ $secs =~ ^[0-9]+$ && $secs -ge 2 ]] || { echo "bench/realspeed.sh: --secs must be an integer >= 2" >&2; exit 2; }
-[[ $flows =~ ^[0-9]+$ && $flows -ge 2 && $((flows % 2)) == 0 ]] || { echo "bench/realspeed.sh: --flows must be an even integer >= 2" >&2; exit 2; }
+[[ $flows =~ ^[0-9]+$ && $flows -ge 1 && ( $flows == 1 || $((flows % 2)) == 0 ) ]] || { echo "bench/realspeed.sh: --flows must be 1 or an even integer >= 2" >&2; exit 2; }
 [[ $feed == enqueue || $feed == link ]] || { echo "bench/realspeed.sh: --phantom-feed is enqueue or link" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "bench/realspeed.sh: needs root (network namespaces, BPF)" >&2; exit 2; }
 for t in iperf3 jq tc ping; do command -v $t >/dev/null || { echo "bench/realspeed.sh: needs $t" >&2; exit 2; }; done
@@ -124,7 +124,7 @@ for s in "${sets[@]}"; do
     "$X" tunable set "$cc" "${kv%%=*}" "${kv#*=}" >/dev/null
 done
 
-per=$((flows / 2))
+per=$(( (flows + 1) / 2 )) per2=$((flows / 2)) # --flows 1: s1 alone
 # iperf3 servers, started per CC once the receiver's default is that CC:
 # a listener keeps the CC it was created with, and Linux accepts an ECN SYN
 # (ECT set, as a TCP_CONG_NEEDS_ECN CC sends it) only at a listener whose
@@ -176,8 +176,13 @@ for cc in $ccs; do
     b0=$(busy) p0=$(port_bytes) d0=$(port_drops)
     ip netns exec "$(N s1)" iperf3 -c 10.77.3.1 -p 5301 -P "$per" -t "$secs" -C "$cc" -J >"$work/s1.json" &
     c1=$!
-    ip netns exec "$(N s2)" iperf3 -c 10.77.3.1 -p 5302 -P "$per" -t "$secs" -C "$cc" -J >"$work/s2.json" &
-    c2=$!
+    c2=""
+    if ((per2)); then
+        ip netns exec "$(N s2)" iperf3 -c 10.77.3.1 -p 5302 -P "$per2" -t "$secs" -C "$cc" -J >"$work/s2.json" &
+        c2=$!
+    else
+        echo '{"end": {"streams": []}}' >"$work/s2.json"
+    fi
     : >"$work/rtt" ; : >"$work/q"; rm -f "$work"/ecn.*; w0=""
     # Samples from the second half of the run (steady state).
     t_end=$(( $(date +%s%N) + secs * 1000000000 )); t_half=$(( $(date +%s%N) + secs * 500000000 ))
@@ -203,7 +208,7 @@ for cc in $ccs; do
         fi
         sleep 0.1
     done
-    wait $c1 $c2 || true
+    wait $c1 $c2 || true # $c2 empty with --flows 1
     servers_down
     # Sender s1's TCP counters over the run (recoveries, undos, reordering).
     [[ -z $trace ]] || ip netns exec "$(N s1)" nstat -az | awk 'NR == FNR && /^[A-Z]/ {a[$1] = $2; next}
@@ -241,7 +246,7 @@ EOF
 )
 done
 
-echo "real speed: $flows flows (2 senders) -> 1 port, HTB ${rate} Mbit/s, FIFO $buf_pkts packets, base RTT ${base_rtt_us} us (ping), ${secs} s per CC, marker $( ((marker)) && echo on || echo off ), kernel $(uname -r), $(nproc) CPUs"
+echo "real speed: $flows flows ($( ((per2)) && echo 2 senders || echo 1 sender)) -> 1 port, HTB ${rate} Mbit/s, FIFO $buf_pkts packets, base RTT ${base_rtt_us} us (ping), ${secs} s per CC, marker $( ((marker)) && echo on || echo off ), kernel $(uname -r), $(nproc) CPUs"
 printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %8s %9s %9s %5s %6s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain CPUs/GB "tput/cub" "CPU/cub" ecn% mark%
 read -r _ _ _ _ _ _ _ _ cub_cpu cub_tput _ _ <<<"${res[cubic]:-0 0 0 0 0 0 0 0 0 0 0 0}"
 for cc in $ccs; do

@@ -30,6 +30,7 @@ pub fn samples(n: usize) -> Vec<AckSample> {
             acked_bytes: 1500,
             marked_bytes: if x % 20 == 0 { 1500 } else { 0 },
             rtt_ns: rtt,
+            srtt_ns: 0,
             send_time_ns: sent,
             inflight_at_send: 150_000,
             inflight: 148_500,

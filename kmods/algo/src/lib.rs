@@ -362,6 +362,13 @@ pub struct AckSample {
     pub marked_bytes: u32,
     /// Round-trip time measured by this ACK; 0 means "no valid sample".
     pub rtt_ns: u32,
+    /// The sender's smoothed RTT; 0 means unknown. On Linux `tp->srtt_us`:
+    /// its samples time the *oldest* newly acked byte, `rtt_ns` the newest,
+    /// so under delayed and stretch ACKs it runs well above the mean of
+    /// `rtt_ns` and follows the ACK clock (what one window takes to come
+    /// back: window / throughput) where `rtt_ns` does not. The simulator,
+    /// which ACKs every packet, gives its own EWMA of `rtt_ns` (gain 1/8).
+    pub srtt_ns: u32,
     /// Send time of the newest data packet this ACK covers; 0 means unknown.
     /// Values may go backwards (retransmissions, reordering): every algorithm
     /// tolerates that.

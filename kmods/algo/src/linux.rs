@@ -628,6 +628,7 @@ pub fn ack_sample(s: &Sock, rs: &RateSample) -> AckSample {
         acked_bytes: acked,
         marked_bytes: if rs.flag & FLAG_ECE != 0 { acked } else { 0 },
         rtt_ns: if rs.rtt_us > 0 { sat_u32(ns_of_us(rs.rtt_us as u64)) } else { 0 },
+        srtt_ns: sat_u32(ns_of_us((s.srtt_us8 >> 3) as u64)),
         send_time_ns: ns_of_us(rs.send_time_us),
         inflight_at_send,
         inflight: sat_u32(mul_sat(s.packets_in_flight as u64, mss)),

@@ -68,6 +68,35 @@
 //!   the base RTT the ECN × delay cases still bound the queue (ECN marks +
 //!   RTT above target = MD). `host_delay_gain_q16 = 0` gives the paper's
 //!   base-RTT sizing.
+//! - **The window cap follows the ACK clock while the port reports no
+//!   queue (real hosts; issue 28).** The cap is `max_wnd_bdp × rate ×
+//!   max(pipe RTT, clock)`, the clock being the sender's smoothed RTT
+//!   ([`AckSample::srtt_ns`]: Linux's `srtt`, whose samples time the
+//!   oldest newly acked byte) taken at the end of a QuickAdapt measurement
+//!   period in which no ACK was ECN-marked (0 after a marked one).
+//!   Evidence (one flow into a 1 Gbit/s port on this host's kernel,
+//!   `bench/realspeed.sh --flows 1` and `testbed/host/run.py`, 2026-11-26):
+//!   with the cap on the pipe RTT alone a lone flow filled 40–43 % of the
+//!   port at cwnd 2.5 packets. Its window over its throughput, 3.6 kB /
+//!   49.5 B/µs = 73 µs, is the kernel's smoothed RTT (79 µs), not the mean
+//!   of the per-ACK samples the algorithm sees (40 µs: each ACK times its
+//!   *newest* packet, and under delayed and stretch ACKs the older ones
+//!   wait longer), and the pipe estimate (6 µs base + 23 µs of spread) was
+//!   below both. Raising the cap showed the flow's own limit: cap × 2
+//!   89 %, × 4 97 % (27 kB of queue), × 8 98 %. A cap on the smoothed RTT
+//!   at every ACK gave 96–98 %, but the smoothed RTT holds the switch's
+//!   queue too, so the cap stopped binding where it is the paper's incast
+//!   guard: realspeed-incast's 16 new flows completed in 34.5 ms on
+//!   average (p99 234 ms: drops and RTOs) instead of 13.5. Withdrawn after
+//!   a single marked ACK it still let 8 flows' caps follow their queue
+//!   (realspeed-8to1 229 kB). Withdrawn for a period with any mark: lone
+//!   flow 93.8–95.6 % with 10 kB of queue (cubic: 100 %, 550 kB), the
+//!   incast 7.2 ms (p99 9.6) instead of 14.3 (its long flow 98 % instead
+//!   of 41 %), and the 4→1 / 8→1 / join-leave queues 70 / 194 / 64 kB
+//!   against 86 / 219 / 44 kB for the pipe-RTT cap in the same session
+//!   (single runs; the same scenarios gave 70 / 159 / 34 kB the day
+//!   before). Where the adapter gives no smoothed RTT, or
+//!   `host_delay_gain_q16 = 0`, the cap is the paper's.
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, mul_sat, ratio_q16, sat_u32, ONE, SHIFT};
 use super::host::HostDelay;
@@ -193,6 +222,10 @@ pub struct Smartt {
     avg_rtt_ns: u32,
     /// Host delay (module doc).
     host: HostDelay,
+    /// The sender's smoothed RTT, µs, at the end of the last measurement
+    /// period if no ACK in it was ECN-marked (the ACK clock,
+    /// [`AckSample::srtt_ns`]; 0: none): the window cap's RTT (module doc).
+    clock_rtt_us: u16,
     /// QuickAdapt: end of the current measurement (0: not started), bytes
     /// acked in it, and whether a loss armed it.
     qa_end_ns: u64,
@@ -200,6 +233,8 @@ pub struct Smartt {
     /// Window at the start of the measurement (what could be in flight).
     qa_cwnd: u32,
     trigger_qa: bool,
+    /// An ACK of the current measurement period was ECN-marked.
+    period_marked: bool,
     /// The last ACK fell in the "ECN, RTT below target" case.
     repath: bool,
     /// FastIncrease active.
@@ -236,7 +271,8 @@ impl Smartt {
         self.target_rtt_ns = sat_u32(base + p.target_qdelay_ns as u64);
         // The window needs the pipe the ACK clock runs at (module doc).
         let bdp = bdp_bytes(p.rate_bytes_per_sec, self.pipe_rtt(p));
-        self.max_wnd = sat_u32(core::cmp::max(mul_q16(bdp, p.max_wnd_bdp_q16), p.mtu as u64));
+        let clock_bdp = bdp_bytes(p.rate_bytes_per_sec, core::cmp::max(self.pipe_rtt(p), self.clock_rtt_us as u32 * 1000));
+        self.max_wnd = sat_u32(core::cmp::max(mul_q16(clock_bdp, p.max_wnd_bdp_q16), p.mtu as u64));
         // Scaling a = BDP / ref_BDP; constants in bytes per RTT = k · mtu · a.
         self.mtu_a_q16 = mul_div((p.mtu as u64) << SHIFT, bdp, p.ref_bdp_bytes as u64);
         self.w.clamp(p.mtu, self.max_wnd);
@@ -433,11 +469,13 @@ impl CongestionControl for Smartt {
             w: Window::new(sat_u32(cwnd), 0),
             base_rtt_ns: init.rtt_hint_ns,
             avg_rtt_ns: init.rtt_hint_ns,
+            clock_rtt_us: 0,
             host: HostDelay::new(),
             qa_end_ns: 0,
             qa_acked: 0,
             qa_cwnd: 0,
             trigger_qa: false,
+            period_marked: false,
             repath: false,
             fast_increase: false,
             ignore_left: 0,
@@ -474,6 +512,7 @@ impl CongestionControl for Smartt {
         }
         let rtt = if s.rtt_ns != 0 { s.rtt_ns } else { self.avg_rtt_ns };
         self.repath = false;
+        self.period_marked |= marked;
 
         // Every path below keeps mtu ≤ cwnd ≤ max_wnd: the increases stop at
         // the cap, MD and QuickAdapt stop at one MTU, and a lowered cap clamps
@@ -490,6 +529,11 @@ impl CongestionControl for Smartt {
         // (The epoch end gets its own copy of the step, so that the common
         // path keeps it in registers.)
         if now >= self.qa_end_ns {
+            // The ACK clock counts for the cap only after a measurement
+            // period without a mark: the port reported no queue (module doc).
+            let clock_us = if self.period_marked || p.host_delay_gain_q16 == 0 { 0 } else { s.srtt_ns / 1000 };
+            self.clock_rtt_us = core::cmp::min(clock_us, u16::MAX as u32) as u16;
+            self.period_marked = false;
             if !self.quick_adapt_epoch_end(p, &{ q }) && !self.fast_increase(p, &q) {
                 self.core_cases(p, &q);
             }

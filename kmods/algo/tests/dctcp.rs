@@ -38,6 +38,7 @@ fn round(c: &mut Dctcp, p: &Params, t: u64, marked: impl Fn(u32, u32) -> bool) -
                 acked_bytes: MSS,
                 marked_bytes: if m { MSS } else { 0 },
                 rtt_ns: RTT as u32,
+                srtt_ns: 0,
                 send_time_ns: sent,
                 inflight_at_send: 0,
                 inflight: 0,

@@ -33,6 +33,7 @@ fn ack(now: u64, sent: u64, rtt: u32, marked: bool) -> AckSample {
         acked_bytes: 1500,
         marked_bytes: if marked { 1500 } else { 0 },
         rtt_ns: rtt,
+        srtt_ns: 0,
         send_time_ns: sent,
         inflight_at_send: 0,
         inflight: 0,
@@ -371,6 +372,7 @@ fn oscar_one_step_to_a_tenth_under_tenfold_overload() {
             acked_bytes: 1500,
             marked_bytes: 0,
             rtt_ns: delay as u32,
+            srtt_ns: 0,
             send_time_ns: sent,
             inflight_at_send: 1_000_000,
             inflight: 1_000_000,
@@ -452,6 +454,42 @@ fn smartt_loss_arms_quick_adapt_and_window_is_clamped() {
     now += 200_000;
     s.on_ack(&p, &ack(now, now - base as u64, base * 3, false));
     assert!(s.cwnd() <= 7 * 1500, "QuickAdapt to the acked bytes: {}", s.cwnd());
+}
+
+#[test]
+fn smartt_window_cap_follows_the_ack_clock_until_the_port_marks() {
+    // A host's ACK clock: per-ACK samples (the newest packet of each ACK)
+    // of 40 µs, the sender's smoothed RTT 80 µs; base RTT 6 µs.
+    let p = smartt::Params::from_net(&NET_1G);
+    let mut s = smartt::Smartt::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: 6_000 });
+    let bdp_at = |rtt_ns: u64| NET_1G.rate_bytes_per_sec() * rtt_ns / 1_000_000_000;
+    let cap = |s: &smartt::Smartt| s.info()[2] as u64;
+    let mut now = T0;
+    let mut step = |s: &mut smartt::Smartt, srtt: u32, marked: bool| {
+        for _ in 0..64 {
+            now += 10_000;
+            let mut a = ack(now, now - 6_000, if marked { 40_000 } else { 6_000 }, marked);
+            a.rtt_ns = if marked { 40_000 } else { 6_000 + (now % 3) as u32 * 17_000 };
+            a.srtt_ns = srtt;
+            s.on_ack(&p, &a);
+        }
+    };
+    step(&mut s, 80_000, false);
+    assert!(cap(&s) >= bdp_at(80_000) * 3 / 2, "unmarked: cap {} from the 80 µs clock", cap(&s));
+    step(&mut s, 80_000, true);
+    assert!(cap(&s) < bdp_at(80_000), "marked: cap {} back on the pipe RTT", cap(&s));
+    assert!(s.cwnd() as u64 <= cap(&s));
+    let mut paper = p;
+    paper.host_delay_gain_q16 = 0;
+    let mut s = smartt::Smartt::new(&paper, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: 6_000 });
+    let mut now = T0;
+    for _ in 0..64 {
+        now += 10_000;
+        let mut a = ack(now, now - 6_000, 6_000, false);
+        a.srtt_ns = 80_000;
+        s.on_ack(&paper, &a);
+    }
+    assert_eq!(cap(&s), core::cmp::max(bdp_at(6_000) * 3 / 2, 1500), "host_delay_gain 0: the paper's cap");
 }
 
 // ------------------------------------------------------------------ AMRT --

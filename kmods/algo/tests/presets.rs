@@ -15,6 +15,7 @@ fn ack(now: u64, rtt: u32, marked: bool) -> AckSample {
         acked_bytes: 1500,
         marked_bytes: if marked { 1500 } else { 0 },
         rtt_ns: rtt,
+        srtt_ns: 0,
         send_time_ns: now - rtt as u64,
         inflight_at_send: 0,
         inflight: 0,

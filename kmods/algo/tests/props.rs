@@ -67,6 +67,7 @@ fn action(step: &Step, now: &mut u64) -> Action {
                 acked_bytes: acked,
                 marked_bytes: if marked { acked } else { 0 },
                 rtt_ns: rtt,
+                srtt_ns: 0,
                 send_time_ns: sent,
                 inflight_at_send: infl,
                 inflight: infl / 2,
@@ -272,6 +273,7 @@ fn gemini_fast_path_takes_the_first_rtt_sample_as_base_after_an_early_loss() {
         acked_bytes: 1500,
         marked_bytes: 0,
         rtt_ns: 120_000,
+        srtt_ns: 0,
         send_time_ns: now - 70_000, // sent before the round started: not a round end
         inflight_at_send: 15_000,
         inflight: 7_500,

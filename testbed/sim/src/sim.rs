@@ -751,6 +751,7 @@ impl Sim {
             acked_bytes: s.size,
             marked_bytes: if p.ce { s.size } else { 0 },
             rtt_ns: rtt.clamp(1, u32::MAX as u64) as u32,
+            srtt_ns: f.srtt_ns.clamp(0.0, u32::MAX as f64) as u32,
             send_time_ns: s.send_time + CLOCK_BASE_NS,
             inflight_at_send: p.inflight_at_send,
             inflight: f.inflight.min(u32::MAX as u64) as u32,

@@ -15,7 +15,7 @@ mod common;
 
 #[derive(Arbitrary, Debug, Clone)]
 enum Step {
-    Ack { gap_ns: u32, acked: u16, marked: bool, rtt_ns: u32, send_back_ns: i32, inflight: u32, app_limited: bool },
+    Ack { gap_ns: u32, acked: u16, marked: bool, rtt_ns: u32, srtt_ns: u32, send_back_ns: i32, inflight: u32, app_limited: bool },
     /// `n` in-order ACKs `gap_ns` apart, each of `acked` bytes with RTT
     /// `rtt_ns`, marked on every `mark_every`-th (0: none).
     Train { n: u16, gap_ns: u16, rtt_ns: u32, acked: u16, mark_every: u8 },
@@ -54,6 +54,7 @@ fn run<C: CongestionControl + Clone + PartialEq + core::fmt::Debug>(
                         acked_bytes: acked as u32,
                         marked_bytes: if marked { acked as u32 } else { 0 },
                         rtt_ns,
+                        srtt_ns: rtt_ns.saturating_add(rtt_ns / 2),
                         send_time_ns: now.saturating_sub(rtt_ns as u64),
                         inflight_at_send: fast.cwnd(),
                         inflight: fast.cwnd(),
@@ -64,13 +65,14 @@ fn run<C: CongestionControl + Clone + PartialEq + core::fmt::Debug>(
                     assert_eq!(fast, slow, "fast path diverged from the full logic at ACK {i} of {step:?}");
                 }
             }
-            Step::Ack { gap_ns, acked, marked, rtt_ns, send_back_ns, inflight, app_limited } => {
+            Step::Ack { gap_ns, acked, marked, rtt_ns, srtt_ns, send_back_ns, inflight, app_limited } => {
                 now = now.saturating_add(gap_ns as u64);
                 let s = AckSample {
                     now_ns: now,
                     acked_bytes: acked as u32,
                     marked_bytes: if marked { acked as u32 } else { 0 },
                     rtt_ns,
+                    srtt_ns,
                     send_time_ns: (now as i64).saturating_sub(send_back_ns as i64).max(0) as u64,
                     inflight_at_send: inflight,
                     inflight: inflight / 2,
