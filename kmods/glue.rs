@@ -415,7 +415,9 @@ unsafe extern "C" fn undo_cwnd<T: KernelCc>(sk: *mut bindings::sock) -> u32 {
     let mut sk = unsafe { Sk::new(sk) };
     let view = sk.view();
     // SAFETY: between init and release.
-    unsafe { sk.flow::<T::Algo>() }.undo_cwnd_pkts(&view)
+    let flow = unsafe { sk.flow::<T::Algo>() };
+    let rcu = RcuReadGuard::new();
+    flow.undo_cwnd_pkts(&T::config().current(&rcu).params, &view)
 }
 
 /// `INET_DIAG_VEGASINFO` (uapi `linux/inet_diag.h`): the request bit by

@@ -115,9 +115,9 @@ macro_rules! entries {
             }
 
             #[export_name = concat!("xdcc_", stringify!($cc), "_undo_cwnd")]
-            pub unsafe extern "C" fn undo_cwnd(flow: *mut F, s: *const Sock) -> u32 {
+            pub unsafe extern "C" fn undo_cwnd(flow: *mut F, cfg: *const C, s: *const Sock) -> u32 {
                 // SAFETY: see above.
-                unsafe { (*flow).undo_cwnd_pkts(&*s) }
+                unsafe { (*flow).undo_cwnd_pkts(&(*cfg).params, &*s) }
             }
 
             /// The flow's `CcInfo` (the flow iterator's record).

@@ -100,7 +100,7 @@ extern __u32 ENTRY(cwnd_event)(void *flow, const void *cfg, const struct xdcc_so
 extern __u32 ENTRY(ce_event)(void *flow, __u32 ev, __u32 rcv_nxt, __u32 pending,
 			     struct xdcc_ce_echo *out);
 extern __u32 ENTRY(ssthresh)(const void *flow, const struct xdcc_sock *s);
-extern __u32 ENTRY(undo_cwnd)(void *flow, const struct xdcc_sock *s);
+extern __u32 ENTRY(undo_cwnd)(void *flow, const void *cfg, const struct xdcc_sock *s);
 extern void ENTRY(info)(const void *flow, struct xdcc_cc_info *out);
 extern void ENTRY(default_config)(void *cfg);
 
@@ -318,12 +318,15 @@ __u32 BPF_PROG(xdcc_ssthresh, struct sock *sk)
 SEC("struct_ops")
 __u32 BPF_PROG(xdcc_undo_cwnd, struct sock *sk)
 {
+	const void *cfg = xdcc_cfg();
 	struct xdcc_sock s;
 	__u32 cwnd;
 	WITH_PRIV(sk, flow);
 
+	if (!cfg)
+		return tcp_sk(sk)->snd_cwnd;
 	read_sock(sk, &s);
-	cwnd = ENTRY(undo_cwnd)(flow, &s);
+	cwnd = ENTRY(undo_cwnd)(flow, cfg, &s);
 	PUT_PRIV(sk, flow);
 	return cwnd;
 }
@@ -440,7 +443,7 @@ int XCAT3(replay_, XDCC_CC, )(struct xdcc_replay *ctx)
 		r->ret = ENTRY(ssthresh)(r->flow, &r->s);
 		break;
 	case REPLAY_UNDO:
-		r->ret = ENTRY(undo_cwnd)(r->flow, &r->s);
+		r->ret = ENTRY(undo_cwnd)(r->flow, cfg, &r->s);
 		break;
 	default:
 		return 2;

@@ -8,6 +8,7 @@
 #   /etc/xdcc/xdcc.toml                        the configuration (a conffile: every key commented)
 #   /usr/share/man/man1/xdcc*.1.gz             one page per command and subcommand
 #   /usr/share/bash-completion/completions/xdcc
+#   /usr/share/xdcc/grafana/xdcc.json          the Grafana dashboard
 #   /usr/share/doc/xdcc/copyright
 # Installing enables both units (started at once where systemd runs);
 # removing stops them (registered CCs stay until reboot or `xdcc cc
@@ -36,6 +37,7 @@ strip --strip-unneeded "$pkg/usr/bin/xdcc"
 install -D -m 644 "$root/packaging/systemd/xdcc.service" "$pkg/lib/systemd/system/xdcc.service"
 install -D -m 644 "$root/packaging/systemd/xdcc-agent.service" "$pkg/lib/systemd/system/xdcc-agent.service"
 install -D -m 644 "$here/xdcc.toml" "$pkg/etc/xdcc/xdcc.toml"
+install -D -m 644 "$root/packaging/grafana/xdcc.json" "$pkg/usr/share/xdcc/grafana/xdcc.json"
 mkdir -p "$pkg/usr/share/man/man1" "$pkg/usr/share/bash-completion/completions" "$pkg/usr/share/doc/xdcc"
 "$X" man --out "$stage/man"
 for m in "$stage"/man/*.1; do gzip -9n <"$m" >"$pkg/usr/share/man/man1/$(basename "$m").gz"; done

@@ -66,7 +66,7 @@ impl CongestionControl for Noop {
     fn ssthresh(&self) -> u32 {
         0
     }
-    fn undo(&mut self) {}
+    fn undo(&mut self, _p: &Self::Params) {}
     fn hold_cwnd(&mut self, _: u32) {}
 }
 

@@ -267,7 +267,7 @@ impl CongestionControl for Amrt {
             None
         }
     }
-    fn undo(&mut self) {
+    fn undo(&mut self, _p: &Params) {
         self.w.undo();
     }
     fn hold_cwnd(&mut self, max_bytes: u32) {

@@ -275,7 +275,7 @@ impl CongestionControl for Dctcp {
     }
     /// `dctcp_cwnd_undo` (`max(cwnd, loss_cwnd)`) with the stack's
     /// `tcp_undo_cwnd_reduction` (ssthresh back if it was higher).
-    fn undo(&mut self) {
+    fn undo(&mut self, _p: &Params) {
         self.w.undo();
         self.w.ssthresh = core::cmp::max(self.w.ssthresh, self.prior_ssthresh);
         self.reduction_start_ns = 0;

@@ -185,7 +185,7 @@ macro_rules! window_methods {
         fn pacing_rate(&self) -> Option<u64> {
             None
         }
-        fn undo(&mut self) {
+        fn undo(&mut self, _p: &Self::Params) {
             self.w.undo();
         }
         fn hold_cwnd(&mut self, max_bytes: u32) {
@@ -441,7 +441,7 @@ pub trait CongestionControl: Sized {
     fn ssthresh(&self) -> u32;
     /// Restores the window from before the last loss reaction (the kernel
     /// calls this when a loss turns out to be spurious).
-    fn undo(&mut self);
+    fn undo(&mut self, p: &Self::Params);
     /// The sender could not use a window above `max_bytes` (it was not
     /// window-limited), so growth beyond it is taken back: Linux grows
     /// windows only when `tcp_is_cwnd_limited()`. Never cuts below the

@@ -493,11 +493,11 @@ impl<A: CongestionControl> Flow<A> {
     }
 
     /// `undo_cwnd`: the last loss reaction was spurious.
-    pub fn undo_cwnd_pkts(&mut self, s: &Sock) -> u32 {
+    pub fn undo_cwnd_pkts(&mut self, p: &A::Params, s: &Sock) -> u32 {
         if !self.is_live() {
             return core::cmp::max(s.snd_cwnd, 2);
         }
-        self.algo.undo();
+        self.algo.undo(p);
         self.cwnd_pkts(s)
     }
 

@@ -45,6 +45,13 @@
 //!   halves `u` at most once per RTT; an RTO quarters it. The estimator restarts
 //!   after an RTO or idle period, and a batch whose span exceeds 4τ (a stall)
 //!   is discarded rather than used.
+//! - **Undo.** When Linux finds a recovery or an RTO spurious (DSACKs or
+//!   timestamps show the "lost" packet arrived: reordering), `undo` puts `u`
+//!   back to at least its value before the cut, as `tcp_reno_undo_cwnd`
+//!   does for a window; the paper has no spurious losses (NIC transport,
+//!   no reordering). On a real host the veth path and multi-queue NICs
+//!   reorder, and without undo each reordering-induced recovery halved the
+//!   flow's rate for good (testbed/RESULTS.md "Real speed").
 //! - D_target per flow is `RTT_base + target_qdelay` (§3.3's definition via
 //!   the target queue) with one network-wide target queueing delay; `1.5 ×
 //!   RTT_base` per flow would give inter-DC flows an 8–64× deeper target.
@@ -355,6 +362,9 @@ pub struct Oscar {
     /// No second loss reaction before this time, µs wrapping like jiffies
     /// (0: none).
     loss_holdoff_until_us: u32,
+    /// u before the last loss or RTO cut, Q12 (u ≤ 16.0: `u_max_q16`'s
+    /// bound; saturating), for [`CongestionControl::undo`]; 0: none.
+    loss_u_q12: u16,
 }
 assert_fits_ca_priv!(Oscar);
 
@@ -423,6 +433,11 @@ impl Oscar {
         self.set_outputs(p);
     }
 
+    /// Keeps u for [`Oscar::undo`] before a loss or RTO cut.
+    fn remember_u_for_undo(&mut self) {
+        self.loss_u_q12 = core::cmp::min(self.u_q16 >> 4, u16::MAX as u32) as u16;
+    }
+
     fn tau_ns(&self, p: &Params) -> u64 {
         core::cmp::max(mul_q16(self.pipe_rtt_ns() as u64, p.tau_q16), 1)
     }
@@ -449,6 +464,7 @@ impl CongestionControl for Oscar {
             host: HostDelay::new(),
             rate_bytes_per_sec: 0,
             loss_holdoff_until_us: 0,
+            loss_u_q12: 0,
         };
         s.set_outputs(p);
         s
@@ -483,6 +499,7 @@ impl CongestionControl for Oscar {
                 let now_us = (now / 1000) as u32;
                 let until = self.loss_holdoff_until_us;
                 if until == 0 || (now_us.wrapping_sub(until) as i32) >= 0 {
+                    self.remember_u_for_undo();
                     self.u_q16 /= 2;
                     self.set_outputs(p);
                     let rtt_us = core::cmp::max(self.pipe_rtt_ns() / 1000, 1);
@@ -490,6 +507,7 @@ impl CongestionControl for Oscar {
                 }
             }
             Event::Rto => {
+                self.remember_u_for_undo();
                 self.u_q16 /= 4;
                 self.set_outputs(p);
                 self.est.reset();
@@ -511,7 +529,17 @@ impl CongestionControl for Oscar {
     fn ssthresh(&self) -> u32 {
         self.cwnd
     }
-    fn undo(&mut self) {}
+    /// The last loss or RTO cut was spurious (Linux undoes a recovery that
+    /// DSACKs or timestamps show was reordering): u goes back to at least
+    /// what it was before the cut, as `tcp_reno_undo_cwnd` does for the
+    /// window (module doc, "Undo").
+    fn undo(&mut self, p: &Params) {
+        if self.loss_u_q12 != 0 {
+            self.u_q16 = core::cmp::max(self.u_q16, (self.loss_u_q12 as u32) << 4);
+            self.loss_u_q12 = 0;
+            self.set_outputs(p);
+        }
+    }
     /// OSCAR's window is a cap; its pacing rate is what limits it.
     fn hold_cwnd(&mut self, _max_bytes: u32) {}
     const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "u_q16", "rate_mbps", "host_delay_us"];

@@ -545,7 +545,7 @@ impl CongestionControl for Uno {
     fn rate_limited(&self) -> bool {
         false
     }
-    fn undo(&mut self) {
+    fn undo(&mut self, _p: &Params) {
         self.w.undo();
     }
     fn hold_cwnd(&mut self, max_bytes: u32) {

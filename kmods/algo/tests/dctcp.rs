@@ -121,7 +121,7 @@ fn marks_cut_once_per_window_by_alpha_over_two() {
     assert_eq!(c.ecn_cuts(), 1);
     assert_eq!(c.ssthresh() / MSS, expect, "ssthresh = the cut window: slow start is over");
     // Undo (a spurious reduction) restores the window.
-    c.undo();
+    c.undo(&p);
     assert_eq!(pkts(&c), w);
     let _ = t;
 }
@@ -138,7 +138,7 @@ fn rto_restarts_from_one_packet_and_undo_restores() {
     c.on_event(&p, Event::Rto, t);
     assert_eq!(pkts(&c), 1);
     assert_eq!(c.ssthresh() / MSS, 20);
-    c.undo();
+    c.undo(&p);
     assert_eq!(pkts(&c), 40);
 }
 

@@ -353,6 +353,25 @@ fn oscar_sets_window_and_rate_from_u() {
 }
 
 #[test]
+fn oscar_undo_takes_back_a_spurious_loss_or_rto_cut() {
+    let p = oscar::Params::from_net(&NET_10G);
+    let mut o = oscar::Oscar::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: 100_000 });
+    let (u0, rate0, cwnd0) = (o.u_q16(), o.pacing_rate(), o.cwnd());
+    o.on_event(&p, Event::Loss { bytes: 1500 }, T0);
+    assert_eq!(o.u_q16(), u0 / 2, "a loss halves u");
+    assert!(o.pacing_rate() < rate0);
+    // Linux found the recovery spurious (DSACK, timestamps): undo.
+    o.undo(&p);
+    assert_eq!((o.u_q16(), o.pacing_rate(), o.cwnd()), (u0, rate0, cwnd0), "u, rate and window restored");
+    o.undo(&p);
+    assert_eq!(o.u_q16(), u0, "a second undo changes nothing");
+    o.on_event(&p, Event::Rto, T0 + 10_000_000);
+    assert_eq!(o.u_q16(), u0 / 4, "an RTO quarters u");
+    o.undo(&p);
+    assert_eq!(o.u_q16(), u0, "a spurious RTO is undone too");
+}
+
+#[test]
 fn oscar_one_step_to_a_tenth_under_tenfold_overload() {
     // Ten flows at line rate into one port: the queue grows at 9 μ, so the
     // gradient is 9 and u_r = rate/((1+g)·μ) = 1/10 in one update.
@@ -601,7 +620,7 @@ fn amrt_a_round_with_losses_leaves_what_it_delivered() {
     a.on_ack(&p, &ack(t + 1, round_start + 1, rtt, false));
     assert_eq!(a.cwnd(), 151_500);
     // The loss was spurious: undo restores the window.
-    a.undo();
+    a.undo(&p);
     assert_eq!(a.cwnd(), 250_000);
     // RTO: one packet, slow start back to half.
     a.on_event(&p, Event::Rto, t + 1_000_000);

@@ -72,7 +72,7 @@ fn backoff_rtos_of_one_episode_reduce_the_window_once() {
     assert_eq!(f.ssthresh_pkts(&sock(t)), before / 2, "ssthresh after the storm is not 2 packets");
     assert_eq!(f.link().rtos(), 1);
     // The RTO was spurious: undo restores the window from before it.
-    assert_eq!(f.undo_cwnd_pkts(&sock(t)), before);
+    assert_eq!(f.undo_cwnd_pkts(&p, &sock(t)), before);
 }
 
 #[test]
@@ -196,7 +196,7 @@ fn kernel_window_never_below_two_packets() {
     }
     assert!(f.algo.cwnd() < 2 * MSS, "the algorithm's window is below two packets: {}", f.algo.cwnd());
     assert_eq!(f.cwnd_pkts(&sock(0)), 2);
-    assert_eq!(f.undo_cwnd_pkts(&sock(0)).max(2), f.cwnd_pkts(&sock(0)));
+    assert_eq!(f.undo_cwnd_pkts(&p, &sock(0)).max(2), f.cwnd_pkts(&sock(0)));
 }
 
 #[test]
@@ -385,7 +385,7 @@ fn callbacks_before_init_change_nothing<A: CongestionControl + Copy + PartialEq 
     assert_eq!(f.on_cwnd_event(p, &Pacing::DEFAULT, &s, CA_EVENT_LOSS), None);
     assert_eq!(f.on_ce_event(CA_EVENT_ECN_IS_CE, 1000, false), None);
     assert_eq!(f.ssthresh_pkts(&s), s.snd_cwnd / 2, "Reno's threshold on the stack's window");
-    assert_eq!(f.undo_cwnd_pkts(&s), s.snd_cwnd, "the stack's window, unchanged");
+    assert_eq!(f.undo_cwnd_pkts(p, &s), s.snd_cwnd, "the stack's window, unchanged");
     assert_eq!(f, zeroed, "state written before init");
     let mut f = Flow::<A>::new(p, &s);
     assert!(f.is_live());

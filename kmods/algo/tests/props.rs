@@ -107,7 +107,7 @@ fn drive<C: CongestionControl + Clone + PartialEq + core::fmt::Debug>(
         }
         outs.push((w, c.pacing_rate(), c.ssthresh()));
     }
-    c.undo();
+    c.undo(p);
     (c, outs)
 }
 

@@ -205,7 +205,7 @@ where
             CWND_EVENT => u = flow.on_cwnd_event(p, pacing, s, input.arg),
             CE_EVENT => e = flow.on_ce_event(input.arg, input.rcv_nxt, input.pending != 0),
             SSTHRESH => ret = flow.ssthresh_pkts(s),
-            UNDO => ret = flow.undo_cwnd_pkts(s),
+            UNDO => ret = flow.undo_cwnd_pkts(p, s),
             k => bail!("unknown event kind {k}"),
         }
         if matches!(input.kind, SET_STATE | CWND_EVENT) {

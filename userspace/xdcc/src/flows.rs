@@ -46,6 +46,14 @@ pub struct FlowView {
     pub rtt_p50_us: Option<u32>,
     pub rtt_p99_us: Option<u32>,
     pub rtt_samples: u32,
+    /// The flow's RTT samples in the Prometheus histogram's buckets
+    /// ([`RTT_LE_US`], then +Inf; not cumulative), and their sum in µs
+    /// (each sample at its eBPF bucket's midpoint). Only the agent's eBPF
+    /// flows have them; not part of the JSON.
+    #[serde(skip)]
+    pub rtt_le_counts: [u32; RTT_LE_US.len() + 1],
+    #[serde(skip)]
+    pub rtt_sum_us: u64,
     // window
     pub cwnd: u32,
     pub mss: u32,
@@ -92,9 +100,34 @@ pub fn key_from_addrs(local: SocketAddr, remote: SocketAddr) -> FlowKey {
 }
 
 /// A row from the eBPF entry (and the socket's tcp_info if it still exists).
+/// Upper bounds (µs) of the RTT histogram the agent exports per CC
+/// (`xdcc_cc_rtt_seconds`): 10 µs to 1 s in 1-2-5 steps.
+pub const RTT_LE_US: [u32; 16] =
+    [10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000];
+
+/// The eBPF histogram (4 buckets per power of two) in [`RTT_LE_US`]'s
+/// buckets: each eBPF bucket counts under the first bound at or above its
+/// upper edge (so a sample may count up to one eBPF bucket, 25 %, high).
+/// Returns the counts and the sum of the samples at their buckets'
+/// midpoints, µs.
+pub fn rtt_le_counts(hist: &[u32]) -> ([u32; RTT_LE_US.len() + 1], u64) {
+    let mut out = [0u32; RTT_LE_US.len() + 1];
+    let mut sum = 0u64;
+    for (b, &n) in hist.iter().enumerate().filter(|(_, &n)| n != 0) {
+        let upper = xdcc_common::bucket_upper_us(b);
+        let i = RTT_LE_US.iter().position(|&le| upper <= le).unwrap_or(RTT_LE_US.len());
+        out[i] = out[i].saturating_add(n);
+        let lower = xdcc_common::bucket_lower_us(b) as u64;
+        let mid = if upper == u32::MAX { lower } else { (lower + upper as u64) / 2 };
+        sum = sum.saturating_add(mid.saturating_mul(n as u64));
+    }
+    (out, sum)
+}
+
 pub fn from_ebpf(key: &FlowKey, st: &FlowStats, sock: Option<&TcpSocket>, now_ns: u64, salt: u32) -> FlowView {
     let (local, remote) = key_addrs(key);
     let end = if st.closed_ns != 0 { st.closed_ns } else { now_ns };
+    let rtt_le = rtt_le_counts(&st.rtt_hist);
     let mut v = FlowView {
         local,
         remote,
@@ -121,6 +154,8 @@ pub fn from_ebpf(key: &FlowKey, st: &FlowStats, sock: Option<&TcpSocket>, now_ns
         rtt_p50_us: st.rtt_quantile_us(500_000),
         rtt_p99_us: st.rtt_quantile_us(990_000),
         rtt_samples: st.rtt_samples,
+        rtt_le_counts: rtt_le.0,
+        rtt_sum_us: rtt_le.1,
         cwnd: st.snd_cwnd,
         mss: st.mss,
         retrans: st.total_retrans,
@@ -186,6 +221,8 @@ pub fn from_socket(s: &TcpSocket) -> FlowView {
         rtt_p50_us: None,
         rtt_p99_us: None,
         rtt_samples: 0,
+        rtt_le_counts: [0; RTT_LE_US.len() + 1],
+        rtt_sum_us: 0,
         path_id: None,
         flow_label: None,
         reroutes: 0,

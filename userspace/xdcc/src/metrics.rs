@@ -11,16 +11,26 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use prometheus_client::{
-    encoding::{text::encode, EncodeLabelSet},
+    encoding::{text::encode, EncodeLabelSet, EncodeMetric, MetricEncoder},
     metrics::{counter::Counter, family::Family, gauge::Gauge, info::Info},
+    metrics::MetricType,
     registry::Registry,
 };
 
-use crate::{agent::State, flows::FlowView};
+use crate::{
+    agent::State,
+    flows::{FlowView, RTT_LE_US},
+};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CcLabel {
     cc: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CcTunableLabel {
+    cc: String,
+    name: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -49,7 +59,7 @@ fn registered_ccs(available: &str) -> Vec<CcBackendLabel> {
 
 /// The per-flow counters summed per CC: (name, help). Exported as counters
 /// `xdcc_<name>_total{cc}`.
-const FLOW_COUNTERS: [(&str, &str); 7] = [
+const FLOW_COUNTERS: [(&str, &str); 9] = [
     ("cc_bytes_sent", "payload bytes sent by the CC's flows, retransmissions included"),
     ("cc_bytes_acked", "bytes acknowledged by the peers of the CC's flows"),
     ("cc_bytes_received", "payload bytes received by the CC's flows"),
@@ -57,10 +67,61 @@ const FLOW_COUNTERS: [(&str, &str); 7] = [
     ("cc_ece_received", "received segments with ECE"),
     ("cc_retransmits", "retransmitted segments"),
     ("cc_reroutes", "flow moves to another path"),
+    ("cc_loss_recoveries", "loss recoveries an xdcc CC reacted to (per flow, counted up to 255)"),
+    ("cc_rtos", "retransmission timeouts an xdcc CC reacted to (per flow, counted up to 255)"),
 ];
 
-fn counter_values(f: &FlowView) -> [u64; 7] {
-    [f.bytes_sent, f.bytes_acked, f.bytes_received, f.ce_in, f.ece_in, f.retrans as u64, f.reroutes as u64]
+/// What a flow adds to its CC's totals: the [`FLOW_COUNTERS`], then its RTT
+/// samples per histogram bucket ([`RTT_LE_US`], then +Inf), then their sum
+/// in µs. All only grow while the flow lives.
+const TOTALS: usize = FLOW_COUNTERS.len() + RTT_LE_US.len() + 2;
+const RTT_FIRST: usize = FLOW_COUNTERS.len();
+const RTT_SUM: usize = TOTALS - 1;
+
+fn counter_values(f: &FlowView) -> [u64; TOTALS] {
+    let (recoveries, rtos) = f.cc_state.as_ref().map_or((0, 0), |c| (c.recoveries as u64, c.rtos as u64));
+    let mut v = [0u64; TOTALS];
+    v[..RTT_FIRST].copy_from_slice(&[
+        f.bytes_sent,
+        f.bytes_acked,
+        f.bytes_received,
+        f.ce_in,
+        f.ece_in,
+        f.retrans as u64,
+        f.reroutes as u64,
+        recoveries,
+        rtos,
+    ]);
+    for (d, &n) in v[RTT_FIRST..RTT_SUM].iter_mut().zip(&f.rtt_le_counts) {
+        *d = n as u64;
+    }
+    v[RTT_SUM] = f.rtt_sum_us;
+    v
+}
+
+/// The per-CC RTT histograms, from totals already bucketed (prometheus-client's
+/// `Histogram` only observes single values).
+#[derive(Debug)]
+struct RttHistograms(Vec<(CcLabel, [u64; TOTALS])>);
+
+impl EncodeMetric for RttHistograms {
+    fn encode(&self, mut encoder: MetricEncoder) -> std::fmt::Result {
+        for (label, t) in &self.0 {
+            let counts = &t[RTT_FIRST..RTT_SUM];
+            let buckets: Vec<(f64, u64)> = RTT_LE_US
+                .iter()
+                .map(|&us| us as f64 / 1e6)
+                .chain([f64::MAX]) // +Inf
+                .zip(counts.iter().copied())
+                .collect();
+            let count = counts.iter().sum();
+            encoder.encode_family(label)?.encode_histogram::<()>(t[RTT_SUM] as f64 / 1e6, count, &buckets, None)?;
+        }
+        Ok(())
+    }
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
 }
 
 /// Per-CC totals accumulated over scrapes, so that they are counters
@@ -73,8 +134,8 @@ fn counter_values(f: &FlowView) -> [u64; 7] {
 /// set, never per-flow addresses.
 #[derive(Default)]
 pub struct Totals {
-    last: HashMap<(SocketAddr, SocketAddr), [u64; 7]>,
-    by_cc: BTreeMap<String, [u64; 7]>,
+    last: HashMap<(SocketAddr, SocketAddr), [u64; TOTALS]>,
+    by_cc: BTreeMap<String, [u64; TOTALS]>,
 }
 
 impl Totals {
@@ -103,11 +164,23 @@ pub fn render(state: &mut State) -> Result<String> {
     let mut reg = Registry::with_prefix("xdcc");
     reg.register("build", "the agent's version", Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]));
     let cc_info = Family::<CcBackendLabel, Gauge>::default();
+    let tunables = Family::<CcTunableLabel, Gauge>::default();
     let available = crate::kernel::read_sysctl("net/ipv4/tcp_available_congestion_control").unwrap_or_default();
     for l in registered_ccs(&available) {
         cc_info.get_or_create(&l).set(1);
+        // (A CC whose store cannot be read here, e.g. Linux's own dctcp
+        // module, has no tunables to show.)
+        let knobs = crate::kernel::tunable_store(&l.cc).and_then(|s| s.list()).unwrap_or_default();
+        for (name, v) in knobs {
+            tunables.get_or_create(&CcTunableLabel { cc: l.cc.clone(), name }).set(i64::try_from(v).unwrap_or(i64::MAX));
+        }
     }
     reg.register("cc_info", "xdcc congestion controls registered in the kernel, by backend", cc_info);
+    reg.register(
+        "cc_tunable",
+        "tunables of the registered xdcc CCs, as `xdcc tunable list` shows them (Q16 fractions x 65536, _ns, _ppm as named)",
+        tunables,
+    );
     for (i, (name, help)) in FLOW_COUNTERS.iter().enumerate() {
         let fam = Family::<CcLabel, Counter>::default();
         for (cc, v) in &state.totals.by_cc {
@@ -115,25 +188,27 @@ pub fn render(state: &mut State) -> Result<String> {
         }
         reg.register(*name, *help, fam);
     }
+    let rtt = RttHistograms(state.totals.by_cc.iter().map(|(cc, t)| (CcLabel { cc: cc.clone() }, *t)).collect());
+    reg.register(
+        "cc_rtt_seconds",
+        "RTT samples of the CC's flows (the agent's per-ACK samples; each counts under the first bound at or above its eBPF bucket's upper edge, the sum at the buckets' midpoints)",
+        rtt,
+    );
     // Gauges over the open flows of each CC.
     let open_flows = Family::<CcLabel, Gauge>::default();
-    let srtt = Family::<CcLabel, Gauge<f64, AtomicU64>>::default();
     let cwnd = Family::<CcLabel, Gauge<f64, AtomicU64>>::default();
-    let mut per_cc: BTreeMap<&str, (u64, f64, f64)> = BTreeMap::new();
+    let mut per_cc: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
     for f in flows.iter().filter(|f| f.state != "closed") {
         let e = per_cc.entry(f.cc.as_str()).or_default();
         e.0 += 1;
-        e.1 += f.rtt_srtt_us as f64 / 1e6;
-        e.2 += f.cwnd as f64;
+        e.1 += f.cwnd as f64;
     }
-    for (cc, (n, srtt_sum, cwnd_sum)) in per_cc {
+    for (cc, (n, cwnd_sum)) in per_cc {
         let l = CcLabel { cc: cc.to_string() };
         open_flows.get_or_create(&l).set(n as i64);
-        srtt.get_or_create(&l).set(srtt_sum / n as f64);
         cwnd.get_or_create(&l).set(cwnd_sum / n as f64);
     }
     reg.register("cc_open_flows", "open flows tracked by the agent", open_flows);
-    reg.register("cc_srtt_seconds_mean", "mean smoothed RTT of the open flows", srtt);
     reg.register("cc_cwnd_segments_mean", "mean congestion window of the open flows", cwnd);
     let counters: [(&str, &str, u64); 7] = [
         ("flows_opened", "flows the sock_ops program started tracking", c.flows_opened),
@@ -164,6 +239,9 @@ mod tests {
                   # HELP xdcc_cc_open_flows open flows.\n\
                   # TYPE xdcc_cc_open_flows gauge\n\
                   xdcc_cc_open_flows{cc=\"bpf_uno\"} 2\n\
+                  # HELP xdcc_build the agent's version.\n\
+                  # TYPE xdcc_build info\n\
+                  xdcc_build_info{version=\"0.1.0\"} 1\n\
                   # EOF\n";
         let t = super::to_prometheus_text(om);
         assert_eq!(
@@ -173,7 +251,11 @@ mod tests {
              xdcc_flows_opened_total 3\n\
              # HELP xdcc_cc_open_flows open flows.\n\
              # TYPE xdcc_cc_open_flows gauge\n\
-             xdcc_cc_open_flows{cc=\"bpf_uno\"} 2\n"
+             xdcc_cc_open_flows{cc=\"bpf_uno\"} 2\n\
+             # HELP xdcc_build_info the agent's version.\n\
+             # TYPE xdcc_build_info gauge\n\
+             xdcc_build_info{version=\"0.1.0\"} 1\n",
+            "the text format has no info type: a gauge named as its sample"
         );
         assert!(super::wants_openmetrics(Some("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")));
         assert!(!super::wants_openmetrics(Some("text/plain;version=0.0.4")));
@@ -201,6 +283,39 @@ mod tests {
         .expect("a valid FlowView");
         f.bytes_sent = sent;
         f
+    }
+
+    #[test]
+    fn the_rtt_histogram_buckets_accumulate_per_cc_and_encode_cumulatively() {
+        let mut hist = [0u32; xdcc_common::RTT_BUCKETS];
+        for us in [5, 15, 150, 150, 3_000, 2_000_000] {
+            hist[xdcc_common::rtt_bucket(us)] += 1;
+        }
+        let (counts, sum_us) = crate::flows::rtt_le_counts(&hist);
+        // le 10 µs, 20, 50, 100, 200, ..., 5 ms, ..., 1 s, +Inf
+        assert_eq!(counts[..7], [1, 1, 0, 0, 2, 0, 0]);
+        assert_eq!(counts[8], 1, "3 ms under le 5 ms");
+        assert_eq!(counts[16], 1, "2 s under +Inf");
+        assert_eq!(counts.iter().sum::<u32>(), 6);
+        let want = 5 + 15 + 300 + 3_000 + 2_000_000u64;
+        assert!(sum_us.abs_diff(want) * 4 <= want, "sum {sum_us} µs near {want}");
+        let mut f = flow(1, "bpf_uno", 0);
+        (f.rtt_le_counts, f.rtt_sum_us) = (counts, sum_us);
+        let mut t = Totals::default();
+        t.update(&[f.clone()]);
+        f.rtt_le_counts[4] += 3; // three more samples under 200 µs
+        t.update(&[f]);
+        let mut reg = Registry::with_prefix("xdcc");
+        reg.register("cc_rtt_seconds", "rtt", RttHistograms(t.by_cc.iter().map(|(cc, t)| (CcLabel { cc: cc.clone() }, *t)).collect()));
+        let mut out = String::new();
+        encode(&mut out, &reg).unwrap();
+        assert!(out.contains("# TYPE xdcc_cc_rtt_seconds histogram"), "{out}");
+        assert!(out.contains("xdcc_cc_rtt_seconds_count{cc=\"bpf_uno\"} 9"), "{out}");
+        let bucket = |le: &str| {
+            let l = out.lines().find(|l| l.starts_with("xdcc_cc_rtt_seconds_bucket") && l.contains(&format!("le=\"{le}\""))).unwrap();
+            l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()
+        };
+        assert_eq!((bucket("0.0002"), bucket("0.005"), bucket("+Inf")), (7, 8, 9), "cumulative: {out}");
     }
 
     #[test]
@@ -235,10 +350,11 @@ pub fn wants_openmetrics(accept: Option<&str>) -> bool {
 /// stored no type or help for the counters: prometheus/client_rust #51);
 /// 0.0.4 has no `# UNIT` and no `# EOF`.
 pub fn to_prometheus_text(openmetrics: &str) -> String {
-    let counters: std::collections::HashSet<&str> = openmetrics
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
-        .collect();
+    let of_type = |kind: &str| -> std::collections::HashSet<&str> {
+        let suffix = format!(" {kind}");
+        openmetrics.lines().filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(suffix.as_str())).collect()
+    };
+    let (counters, infos) = (of_type("counter"), of_type("info"));
     let mut out = String::with_capacity(openmetrics.len());
     for line in openmetrics.lines() {
         if line == "# EOF" || line.starts_with("# UNIT ") {
@@ -250,6 +366,11 @@ pub fn to_prometheus_text(openmetrics: &str) -> String {
                 let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
                 if counters.contains(name) {
                     out.push_str(&format!("{prefix}{name}_total {tail}"));
+                } else if infos.contains(name) {
+                    // The text format has no info type: a gauge of 1 named
+                    // as its sample is (`name_info`).
+                    let tail = if prefix == "# TYPE " { "gauge" } else { tail };
+                    out.push_str(&format!("{prefix}{name}_info {tail}"));
                 } else {
                     out.push_str(line);
                 }

@@ -203,7 +203,7 @@ fn run<A: CongestionControl>(p: &A::Params, input: &Input) -> Vec<Out> {
                 Out::Pkts(th)
             }
             Call::Undo => {
-                let w = f.undo_cwnd_pkts(&s);
+                let w = f.undo_cwnd_pkts(p, &s);
                 assert!((2..=clamp.max(2)).contains(&w), "undo window {w} outside [2, {clamp}]");
                 Out::Pkts(w)
             }
