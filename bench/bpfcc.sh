@@ -9,7 +9,7 @@
 #   bench/bpfcc.sh [SECONDS] [RATE]   (root; default 8 s per CC, no limit)
 # RATE (e.g. 1gbit) puts a TBF on the sender's port: at equal throughput the
 # CPU per GB compares the per-packet cost of the CCs alone.
-# Numbers, not assertions: README.md quotes one run.
+# Numbers, not assertions: docs/benchmarks.md quotes one run.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 secs=${1:-8}

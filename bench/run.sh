@@ -4,7 +4,7 @@
 # (callgrind: instructions inside the ACK loop / ACKs, minus the same loop
 # with a do-nothing algorithm), and the simulator's speed in simulated
 # packets per second on the 4+4 RTT-fairness scenario.
-# Numbers, not assertions: targets are discussed in README.md.
+# Numbers, not assertions: targets are discussed in docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"

@@ -6,7 +6,7 @@
 //! The algorithm is `kmods/algo/src/amrt.rs`, unchanged; `glue.rs` maps the
 //! kernel callbacks onto it. Select with
 //! `sysctl net.ipv4.tcp_congestion_control=amrt`; tunables are under
-//! `/proc/sys/net/xdcc/amrt/` (README.md lists units and defaults).
+//! `/proc/sys/net/xdcc/amrt/` (docs/tunables.md lists units and defaults).
 //!
 //! AMRT needs ECN negotiated and the anti-ECN marker on every switch port of
 //! the path (`xdcc mark-amrt`, or a switch profile's `[amrt]` section). A

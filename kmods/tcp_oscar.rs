@@ -5,7 +5,7 @@
 //! The algorithm is `kmods/algo/src/oscar.rs`, unchanged; `glue.rs` maps the
 //! kernel callbacks onto it. Select with
 //! `sysctl net.ipv4.tcp_congestion_control=oscar`; tunables are under
-//! `/proc/sys/net/xdcc/oscar/` (README.md lists units and defaults).
+//! `/proc/sys/net/xdcc/oscar/` (docs/tunables.md lists units and defaults).
 
 #[allow(dead_code, unused_imports, unreachable_pub, clippy::all)]
 #[path = "algo/src/lib.rs"]

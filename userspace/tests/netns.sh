@@ -312,7 +312,7 @@ cli() {
     check "cc set unknown changed nothing" eq "$(in_ns "$S" sysctl -n net.ipv4.tcp_congestion_control)" reno
     expect_fail "cc set uno without its module names the module" "module load tcp_uno" "$X" cc set uno --netns "$S"
     expect_fail "cc set --netns missing namespace" "network namespace" "$X" cc set cubic --netns "$tag-none"
-    # global options and exit status (README "CLI reference")
+    # global options and exit status (docs/cli.md)
     check "-n before the subcommand, like ip -n" eq "$("$X" -n "$S" cc list -j | jq -r .default)" reno
     check "-n covers every command (flows in the namespace)" bash -c "$X -n $S --socket $work/none.sock flows -j | jq -e 'type == \"array\"'"
     exit_is() { local want=$1 rc=0; shift; "$@" >/dev/null 2>&1 || rc=$?; eq "$rc" "$want"; }

@@ -1,4 +1,4 @@
-//! What went wrong, as the exit status tells a script (README "Exit status"):
+//! What went wrong, as the exit status tells a script (docs/cli.md, "Exit status"):
 //!
 //! | status | meaning |
 //! |--------|---------|
