@@ -54,6 +54,8 @@ fi
 
 echo "[test] docs: every relative link and anchor in README.md, docs/ and RESULTS.md resolves" >&2
 /usr/bin/python3 docs/check_links.py
+echo "[test] docs: the tunables reference in docs/tunables.md matches the Params doc comments and defaults" >&2
+/usr/bin/python3 docs/gen_tunables.py --check
 
 if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
     echo "[test] eBPF telemetry, rerouting and the CLI in network namespaces (host kernel)" >&2

@@ -126,8 +126,9 @@ pub struct Params {
     pub u_ai_q16: u32,
     /// ε as a fraction of the base RTT, Q16 (1/16).
     pub eps_q16: u32,
-    /// Bounds on u, Q16 (1/1024 .. 2).
+    /// Smallest u, Q16 (1/1024 of the line rate).
     pub u_min_q16: u32,
+    /// Largest u, Q16 (2: twice the configured line rate).
     pub u_max_q16: u32,
     /// 0 (default): the base BDP *caps* the window (§4.2's text: "OSCAR does
     /// not set the window above the base BDP"); 1: it is a *floor*
