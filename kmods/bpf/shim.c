@@ -90,6 +90,48 @@ struct {
 	__type(value, struct xdcc_config);
 } xdcc_scratch SEC(".maps");
 
+/*
+ * Per-ACK trace (`xdcc cc trace <cc>`): while element 0 of xdcc_trace_on is
+ * not 0, every cong_control call writes one record to the xdcc_trace ring
+ * buffer: what the ACK carried, the window and rate before and after the
+ * algorithm ran (not the algorithm's own state: reading it here took
+ * OSCAR's cong_control past the 512-byte stack limit, and as a global
+ * function call quadrupled the verifier's work; `xdcc flows` shows it). Off,
+ * an ACK pays one array lookup. A full ring drops records; the next record
+ * written on that CPU says how many (`dropped`), so the reader can count them.
+ */
+struct xdcc_trace_rec {
+	__u64 now_us;
+	__u64 pacing_rate; /* after, bytes/s */
+	__u32 dropped;     /* records this CPU could not write since its last one */
+	__u16 sport, dport;
+	__s32 rtt_us;      /* the ACK's RTT sample; -1: none */
+	__u32 srtt_us;
+	__u32 acked_sacked;
+	__u32 in_flight;   /* before the ACK's new data */
+	__u32 cwnd_before, cwnd_after, ssthresh_after;
+	__u8 ece, app_limited, cwnd_limited, ca_state;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} xdcc_trace SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} xdcc_trace_on SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} xdcc_trace_dropped SEC(".maps");
+
 extern void ENTRY(init)(void *flow, const void *cfg, const struct xdcc_sock *s);
 extern void ENTRY(cong_control)(void *flow, const void *cfg, const struct xdcc_sock *s,
 				const struct xdcc_rate_sample *rs, struct xdcc_update *out);
@@ -193,6 +235,46 @@ static __always_inline void apply(struct sock *sk, const struct xdcc_update *u)
 		sk->sk_pacing_rate = u->pacing_rate;
 }
 
+#define FLAG_ECE 0x40
+
+/* One xdcc_trace record for this ACK, if tracing is on (see xdcc_trace). */
+static __always_inline void trace_ack(struct sock *sk, const struct xdcc_sock *s,
+				      const struct xdcc_rate_sample *r)
+{
+	__u32 key = 0, *on = bpf_map_lookup_elem(&xdcc_trace_on, &key), *dropped;
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct xdcc_trace_rec *t;
+
+	if (!on || !*on)
+		return;
+	dropped = bpf_map_lookup_elem(&xdcc_trace_dropped, &key);
+	if (!dropped)
+		return;
+	t = bpf_ringbuf_reserve(&xdcc_trace, sizeof(*t), 0);
+	if (!t) {
+		*dropped += 1;
+		return;
+	}
+	t->now_us = s->now_us;
+	t->pacing_rate = sk->sk_pacing_rate;
+	t->dropped = *dropped;
+	*dropped = 0;
+	t->sport = sk->__sk_common.skc_num;
+	t->dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	t->rtt_us = r->rtt_us > 0x7fffffff ? 0x7fffffff : (__s32)r->rtt_us;
+	t->srtt_us = s->srtt_us8 >> 3;
+	t->acked_sacked = r->acked_sacked;
+	t->in_flight = s->packets_in_flight;
+	t->cwnd_before = s->snd_cwnd;
+	t->cwnd_after = tp->snd_cwnd;
+	t->ssthresh_after = tp->snd_ssthresh;
+	t->ece = (r->flag & FLAG_ECE) != 0;
+	t->app_limited = r->is_app_limited;
+	t->cwnd_limited = s->cwnd_limited;
+	t->ca_state = s->ca_state;
+	bpf_ringbuf_submit(t, 0);
+}
+
 /* The CA private area is copied to the stack around each call into Rust
  * and back (plain stack memory for the algorithm's loads and stores). */
 #define WITH_PRIV(sk, flow) \
@@ -241,6 +323,7 @@ void BPF_PROG(xdcc_cong_control, struct sock *sk, __u32 ack, int flag, const str
 	ENTRY(cong_control)(flow, cfg, &s, &r, &u);
 	PUT_PRIV(sk, flow);
 	apply(sk, &u);
+	trace_ack(sk, &s, &r);
 }
 
 SEC("struct_ops")

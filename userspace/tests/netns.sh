@@ -866,7 +866,11 @@ bpfcc() {
         wait $rpid
         check "bpf_$c: 20 MB transfer byte-exact (sha256)" same_sha "$work/bsend-$c.json" "$work/brecv-$c.json"
         port=$((port + 1))
-        # throughput and the kernel's view of the socket during a 3 s run
+        # throughput and the kernel's view of the socket during a 3 s run,
+        # with the per-ACK trace on for 2 s of it (from this namespace: the
+        # CC's pins are under the host's /sys/fs/bpf)
+        "$X" cc trace $c --duration 2 --port 5401 >"$work/trace-$c.jsonl" 2>"$work/trace-$c.log" &
+        local tr=$!
         in_ns "$S" iperf3 -c 10.97.2.1 -p 5401 -t 3 -C bpf_$c -J >"$work/iperf-$c.json" &
         local ip=$!
         sleep 1.5
@@ -877,6 +881,13 @@ bpfcc() {
         log "bpf_$c: $mbps Mbit/s over the 200 Mbit/s port; ss: $(grep -A1 "bpf_$c" "$work/ss-$c.txt" | grep -o 'bpf_[a-z]*\|cwnd:[0-9]*\|pacing_rate [0-9]*bps' | tr '\n' ' ')"
         check "bpf_$c: > 100 Mbit/s over a 200 Mbit/s port ($mbps)" le 100 "$mbps"
         check "bpf_$c: ss -tin shows the CC" grep -q "bpf_$c" "$work/ss-$c.txt"
+        wait $tr || true
+        check "bpf_$c: cc trace recorded the flow's ACKs ($(jq -c . "$work/trace-$c.log" 2>/dev/null))" \
+            jq -e '.records > 100' "$work/trace-$c.log"
+        check "bpf_$c: every trace record is of the traced port, with a window (Linux's loss state: 1 packet)" \
+            jq -s -e 'length > 0 and all(.[]; (.remote_port == 5401 or .local_port == 5401) and .cwnd_after >= 1 and .cwnd_before >= 1)' "$work/trace-$c.jsonl"
+        check "bpf_$c: trace records carry RTT samples" jq -s -e '[.[] | select(.rtt_us != null and .rtt_us > 0)] | length > 0' "$work/trace-$c.jsonl"
+        check "bpf_$c: tracing is off again after cc trace" bash -c "bpftool map dump pinned /sys/fs/bpf/xdcc/bpf_$c/trace_on | jq -e '.[0].value == 0'"
         # The CC's own state, from its flow iterator (BPF CCs have no get_info).
         local st; st=$(jq -c '[.[] | select(.remote == "10.97.2.1:5401" and .cc_state != null)] | max_by(.bytes_sent) | .cc_state' "$work/flows-$c.json" 2>/dev/null)
         log "bpf_$c: xdcc flows cc_state $st"
@@ -1015,6 +1026,7 @@ print(w[len(w) // 2] if w else 0, len(w), w[len(w) // 10] if w else 0, w[len(w) 
     wait $spid; wait $rpid
     check "the flow on the unloaded CC finished byte-exact" same_sha "$work/ul-send.json" "$work/ul-recv.json"
     expect_fail "cc unload --bpf: not loaded refused" "not loaded" "$X" cc unload smartt --bpf
+    expect_fail "cc trace of a BPF CC that is not loaded refused" "not loaded" "$X" cc trace smartt --duration 1
     expect_fail "cc load --replace of a CC that is not loaded refused" "nothing to replace" "$X" cc load smartt --bpf --replace
     in_ns "$D" sysctl -qw net.ipv4.tcp_congestion_control=reno
     for c in $ccs; do [[ $c == smartt ]] || check "unload bpf_$c" "$X" cc unload $c --bpf; done

@@ -30,6 +30,11 @@ use crate::sockdiag::canonical;
 // listed by build.rs with kmods/bpf/build.sh).
 include!(concat!(env!("OUT_DIR"), "/bpf-cc/objects.rs"));
 
+/// Every pin of a loaded `bpf_<cc>` (in `pin_dir`).
+const PINS: [&str; 5] = ["link", "config", "flows", "trace", "trace_on"];
+/// The per-ACK trace's maps (shim.c) and their pins.
+const TRACE_PINS: [(&str, &str); 2] = [("xdcc_trace", "trace"), ("xdcc_trace_on", "trace_on")];
+
 /// Size of the configuration map's value (kmods/bpf/shim.c, entry.rs).
 const CONFIG_BYTES: usize = 256;
 const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
@@ -143,20 +148,30 @@ pub fn load(cc: &str, replace: bool) -> Result<LoadReport> {
         // the swap, then the new pins renamed over the old: `tunable set`
         // always reaches the configuration the running programs read.
         let (cfg_new, flows_new) = (dir.join("config_new"), dir.join("flows_new"));
+        let new_pin = |pin: &str| dir.join(format!("{pin}_new"));
         let mut swap = || -> Result<()> {
             let mut config = obj.maps_mut().find(|m| m.name() == "xdcc_config").expect("found above");
             config.pin(&cfg_new).context("pinning the new configuration map")?;
             flows.pin(&flows_new).context("pinning the new flow iterator")?;
+            for (map, pin) in TRACE_PINS {
+                obj.maps_mut().find(|m| m.name() == map).ok_or_else(|| anyhow!("{name}: no {map} map"))?.pin(new_pin(pin))?;
+            }
             let mut ops = obj.maps_mut().find(|m| m.name() == "xdcc_ops").expect("found above");
             replace_in_place(&name, &mut ops, &dir)
         };
         if let Err(e) = swap() {
             let _ = fs::remove_file(&cfg_new);
             let _ = fs::remove_file(&flows_new);
+            for (_, pin) in TRACE_PINS {
+                let _ = fs::remove_file(new_pin(pin));
+            }
             return Err(e);
         }
         fs::rename(&cfg_new, dir.join("config")).context("replacing the configuration pin")?;
         fs::rename(&flows_new, dir.join("flows")).context("replacing the flow iterator pin")?;
+        for (_, pin) in TRACE_PINS {
+            fs::rename(new_pin(pin), dir.join(pin)).context("replacing the trace pins")?;
+        }
         return Ok(LoadReport { name, pinned: dir.display().to_string(), verified_insns });
     }
     let mut ops = obj
@@ -175,13 +190,17 @@ pub fn load(cc: &str, replace: bool) -> Result<LoadReport> {
         let mut config = obj.maps_mut().find(|m| m.name() == "xdcc_config").expect("found above");
         config.pin(dir.join("config")).context("pinning the configuration map")?;
         flows.pin(dir.join("flows")).context("pinning the flow iterator")?;
+        for (map, pin) in TRACE_PINS {
+            obj.maps_mut().find(|m| m.name() == map).ok_or_else(|| anyhow!("{name}: no {map} map"))?.pin(dir.join(pin))?;
+        }
         link.pin(dir.join("link")).context("pinning the struct_ops link")?;
         Ok(())
     };
     if let Err(e) = pin() {
         // Dropping the link unregisters the CC again: nothing stays behind.
-        let _ = fs::remove_file(dir.join("config"));
-        let _ = fs::remove_file(dir.join("flows"));
+        for f in PINS {
+            let _ = fs::remove_file(dir.join(f));
+        }
         let _ = fs::remove_dir(&dir);
         return Err(e);
     }
@@ -272,8 +291,9 @@ pub fn unload(cc: &str) -> Result<()> {
         bail!("bpf_{algo} is not loaded by xdcc ({} does not exist)", dir.join("link").display());
     }
     fs::remove_file(dir.join("link")).with_context(|| format!("removing {}", dir.join("link").display()))?;
-    let _ = fs::remove_file(dir.join("config"));
-    let _ = fs::remove_file(dir.join("flows"));
+    for f in PINS {
+        let _ = fs::remove_file(dir.join(f));
+    }
     let _ = fs::remove_dir(&dir);
     Ok(())
 }
@@ -525,3 +545,137 @@ mod tests {
         assert!(linux::Config::<gemini::Params>::read_bytes(&b).is_none(), "a 5000 % pacing ratio was accepted");
     }
 }
+
+// ------------------------------------------------------------------- trace
+
+/// One ACK as the per-ACK trace saw it (`struct xdcc_trace_rec`, shim.c).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceRecord {
+    /// The kernel's TCP clock, µs.
+    pub t_us: u64,
+    pub local_port: u16,
+    pub remote_port: u16,
+    /// The ACK's RTT sample, µs (none: the ACK had no sample).
+    pub rtt_us: Option<u32>,
+    pub srtt_us: u32,
+    pub acked_pkts: u32,
+    pub in_flight_pkts: u32,
+    pub ece: bool,
+    pub app_limited: bool,
+    pub cwnd_limited: bool,
+    pub ca_state: u8,
+    pub cwnd_before: u32,
+    pub cwnd_after: u32,
+    pub ssthresh: u32,
+    pub pacing_rate_bps: u64,
+    /// Records this CPU could not write before this one (the ring was full).
+    #[serde(skip)]
+    pub dropped_before: u32,
+}
+
+const TRACE_BYTES: usize = 56;
+
+/// Decodes one trace record of `algo`.
+pub fn parse_trace_record(algo: &str, r: &[u8]) -> Result<TraceRecord> {
+    if r.len() < TRACE_BYTES {
+        bail!("bpf_{algo}: trace record of {} bytes, expected {TRACE_BYTES}", r.len());
+    }
+    let u64_at = |o: usize| u64::from_ne_bytes(r[o..o + 8].try_into().expect("8 bytes"));
+    let u32_at = |o: usize| u32::from_ne_bytes(r[o..o + 4].try_into().expect("4 bytes"));
+    let u16_at = |o: usize| u16::from_ne_bytes(r[o..o + 2].try_into().expect("2 bytes"));
+    let rtt = u32_at(24) as i32;
+    Ok(TraceRecord {
+        t_us: u64_at(0),
+        pacing_rate_bps: u64_at(8).saturating_mul(8),
+        dropped_before: u32_at(16),
+        local_port: u16_at(20),
+        remote_port: u16_at(22),
+        rtt_us: (rtt >= 0).then_some(rtt as u32),
+        srtt_us: u32_at(28),
+        acked_pkts: u32_at(32),
+        in_flight_pkts: u32_at(36),
+        cwnd_before: u32_at(40),
+        cwnd_after: u32_at(44),
+        ssthresh: u32_at(48),
+        ece: r[52] != 0,
+        app_limited: r[53] != 0,
+        cwnd_limited: r[54] != 0,
+        ca_state: r[55],
+    })
+}
+
+/// What a trace saw: records written, and records the kernel could not
+/// write because the ring was full.
+#[derive(Debug, Default, Serialize)]
+pub struct TraceSummary {
+    pub records: u64,
+    pub dropped: u64,
+}
+
+/// Traces every ACK of `bpf_<cc>` (of the flows with a port in `ports`,
+/// all if empty) until `stop` is set, handing each record to `out`.
+/// Tracing is switched on for the CC while this runs and off when it returns.
+pub fn trace(
+    cc: &str,
+    ports: &[u16],
+    stop: &std::sync::atomic::AtomicBool,
+    mut out: impl FnMut(&TraceRecord),
+) -> Result<TraceSummary> {
+    use std::{cell::RefCell, sync::atomic::Ordering, time::Duration};
+    let algo = algo_name(cc)?;
+    if !is_loaded(algo) {
+        bail!(bad_value(format!("bpf_{algo} is not loaded by xdcc (xdcc cc load {algo} --bpf)")));
+    }
+    let dir = pin_dir(algo);
+    let open = |pin: &str| {
+        MapHandle::from_pinned_path(dir.join(pin)).with_context(|| {
+            format!("opening {} (bpf_{algo} loaded by an older xdcc? reload it: xdcc cc load {algo} --bpf --replace)", dir.join(pin).display())
+        })
+    };
+    let (ring, on) = (open("trace")?, open("trace_on")?);
+    let summary = RefCell::new(TraceSummary::default());
+    let first_error = RefCell::new(None);
+    let mut builder = libbpf_rs::RingBufferBuilder::new();
+    builder
+        .add(&ring, |bytes: &[u8]| {
+            match parse_trace_record(algo, bytes) {
+                Ok(r) => {
+                    let mut s = summary.borrow_mut();
+                    s.dropped += r.dropped_before as u64;
+                    if ports.is_empty() || ports.contains(&r.local_port) || ports.contains(&r.remote_port) {
+                        s.records += 1;
+                        out(&r);
+                    }
+                }
+                Err(e) => {
+                    first_error.borrow_mut().get_or_insert(e);
+                }
+            }
+            0
+        })
+        .context("reading the trace ring buffer")?;
+    let rb = builder.build().context("reading the trace ring buffer")?;
+    /// Switches tracing off however the loop ends.
+    struct Off<'a>(&'a MapHandle);
+    impl Drop for Off<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.update(&0u32.to_ne_bytes(), &0u32.to_ne_bytes(), MapFlags::ANY);
+        }
+    }
+    on.update(&0u32.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY).context("switching the trace on")?;
+    let off = Off(&on);
+    while !stop.load(Ordering::Relaxed) {
+        rb.poll(Duration::from_millis(100)).context("polling the trace")?;
+        if first_error.borrow().is_some() {
+            break;
+        }
+    }
+    drop(off);
+    rb.consume().context("reading the last trace records")?;
+    drop(rb); // (it holds the callback, which borrows the summary)
+    if let Some(e) = first_error.into_inner() {
+        return Err(e);
+    }
+    Ok(summary.into_inner())
+}
+

@@ -279,6 +279,22 @@ enum CcCmd {
         #[arg(long)]
         bpf: bool,
     },
+    /// Every ACK a BPF CC (`bpf_<cc>`) handles, as JSON lines: the ACK's RTT
+    /// sample and the smoothed RTT, acked packets, ECE, whether the window
+    /// limited the sender, the window before and after the algorithm ran,
+    /// ssthresh and the pacing rate after it. Tracing is on while
+    /// this runs (each ACK then costs one ring-buffer record) and off after;
+    /// the summary (records, records the kernel dropped) goes to stderr.
+    Trace {
+        /// A BPF CC loaded with `xdcc cc load <cc> --bpf`.
+        cc: String,
+        /// Stop after this many seconds (default: at SIGINT or SIGTERM).
+        #[arg(long)]
+        duration: Option<u64>,
+        /// Only flows with this local or remote port (repeatable).
+        #[arg(long = "port")]
+        ports: Vec<u16>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -485,6 +501,33 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Cc(CcCmd::Unload { cc, bpf: true }) => {
             bpfcc::unload(&cc)?;
             println!("unloaded bpf_{}", bpfcc::algo_name(&cc)?);
+            Ok(())
+        }
+        Cmd::Cc(CcCmd::Trace { cc, duration, ports }) => {
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let tracer = {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    use std::io::Write;
+                    let mut stdout = std::io::stdout().lock();
+                    bpfcc::trace(&cc, &ports, &stop, |r| {
+                        // (A closed stdout, e.g. `| head`, ends nothing here:
+                        // the trace stops at the duration or the signal.)
+                        let _ = serde_json::to_writer(&mut stdout, r).map(|_| writeln!(stdout));
+                    })
+                })
+            };
+            let waited = tokio_rt()?.block_on(async {
+                tokio::select! {
+                    r = wait_stop(duration) => r,
+                    // The tracer gave up (e.g. the CC is not loaded): stop waiting.
+                    _ = async { while !tracer.is_finished() { tokio::time::sleep(Duration::from_millis(50)).await } } => Ok(()),
+                }
+            });
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let summary = tracer.join().map_err(|_| anyhow::anyhow!("the trace reader panicked"))??;
+            waited?;
+            eprintln!("{}", serde_json::to_string(&summary)?);
             Ok(())
         }
         Cmd::Cc(CcCmd::Unload { cc, bpf: false }) => {
