@@ -56,6 +56,8 @@ echo "[test] docs: every relative link and anchor in README.md, docs/ and RESULT
 /usr/bin/python3 docs/check_links.py
 echo "[test] docs: the tunables reference in docs/tunables.md matches the Params doc comments and defaults" >&2
 /usr/bin/python3 docs/gen_tunables.py --check
+echo "[test] docs: the CLI reference in docs/cli-reference.md matches the binary's help" >&2
+/usr/bin/python3 docs/gen_cli.py --check
 
 if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
     echo "[test] eBPF telemetry, rerouting and the CLI in network namespaces (host kernel)" >&2
