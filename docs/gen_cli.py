@@ -12,6 +12,8 @@ import re
 import subprocess
 import sys
 
+from generated import write_or_check
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = os.path.join(ROOT, "docs", "cli-reference.md")
 XDCC = os.path.join(ROOT, "target", "release", "xdcc")
@@ -51,15 +53,7 @@ def page():
 def main():
     if not os.access(XDCC, os.X_OK):
         sys.exit(f"gen_cli: {XDCC} is missing: cargo build --release -p xdcc")
-    new = page()
-    if "--check" in sys.argv[1:]:
-        old = open(PAGE, encoding="utf-8").read() if os.path.exists(PAGE) else ""
-        if old != new:
-            print("FAIL: docs/cli-reference.md is stale: run docs/gen_cli.py", file=sys.stderr)
-            sys.exit(1)
-        print("PASS: docs/cli-reference.md matches the CLI's help")
-        return
-    open(PAGE, "w", encoding="utf-8").write(new)
+    write_or_check(PAGE, page(), "the CLI's help")
 
 
 if __name__ == "__main__":

@@ -262,6 +262,40 @@ fn uno_ai_adds_alpha_per_window_of_unmarked_acks() {
 }
 
 #[test]
+fn uno_fast_increase_multiplies_alpha_by_the_unmarked_epochs_in_a_row_until_a_mark() {
+    // The reference code's fast increase (off by default): 30 unmarked
+    // epochs of 200 µs, an ACK every 10 µs.
+    let run = |fi: u32| {
+        let mut p = uno::Params::from_net(&NET_10G);
+        (p.qa_beta_q16, p.host_delay_gain_q16, p.fast_increase_epochs) = (0, 0, fi);
+        let rtt = 200_000u32;
+        let mut u = uno_flow(&p, rtt);
+        let w0 = u.cwnd();
+        let mut now = T0;
+        for _ in 0..600 {
+            now += 10_000;
+            u.on_ack(&p, &ack(now, now - rtt as u64, rtt, false));
+        }
+        // Per-ACK growth now, then after one marked ACK (same epoch).
+        let step = |u: &mut uno::Uno, now: &mut u64, marked: bool| {
+            let before = u.cwnd();
+            *now += 10;
+            u.on_ack(&p, &ack(*now, *now - rtt as u64, rtt, marked));
+            u.cwnd() - before
+        };
+        let fast_step = step(&mut u, &mut now, false);
+        step(&mut u, &mut now, true);
+        let after_mark = step(&mut u, &mut now, false);
+        (u.cwnd() - w0, fast_step, after_mark)
+    };
+    let (paper, paper_step, _) = run(0);
+    let (fast, fast_step, after_mark) = run(3);
+    assert!(fast > 5 * paper, "30 unmarked epochs: {fast} bytes with fast increase, {paper} without");
+    assert!(fast_step > 10 * paper_step.max(1), "per ACK: {fast_step} vs {paper_step}");
+    assert!(after_mark <= paper_step + 1, "a mark ends it: {after_mark} vs the paper's {paper_step}");
+}
+
+#[test]
 fn uno_quick_adapt_drops_to_acked_bytes_then_holds_off() {
     let p = uno::Params::from_net(&NET_10G);
     let rtt = 200_000u32;
