@@ -1,0 +1,398 @@
+//! Per-packet path choice: the sender labels every packet with an *entropy*
+//! (a flow label, a UDP source port) and the switches' ECMP hash of (flow,
+//! entropy) picks its path. A strategy decides the entropies:
+//!
+//! - [`Strategy::Ecmp`]: one entropy for the flow's life (single-path ECMP).
+//! - [`Strategy::Spray`]: a fresh random entropy per packet (random packet
+//!   spraying).
+//! - [`Strategy::Plb`]: one entropy, re-drawn after `congested_rounds`
+//!   consecutive rounds in which at least `congested_ppm` of the ACKs
+//!   carried ECN, or after a retransmission timeout (PLB, Qureshi et al.,
+//!   SIGCOMM '22 — the same rule as xdcc's eBPF rerouter for TCP).
+//! - [`Strategy::UnoLb`] (uno-sc25 §4.2; artifact `LcpSrc::choose_route`,
+//!   `SIMPLE_SUBFLOW`): `subflows` entropies drawn at random under the
+//!   flow's one window, packets round-robin over them; on a timeout or a
+//!   block NACK, every subflow that has been silent (no ACK) for more than
+//!   half a base RTT gets a new random entropy, at most once per base RTT.
+//!   Optionally (`prefer_recent`, the paper's text; commented out in the
+//!   artifact) the round robin skips subflows silent that long while some
+//!   other subflow is not.
+//!
+//! Rounds (for PLB) follow the usual rule: a round ends when a packet sent
+//! after the round began is acknowledged.
+
+/// Most subflows a UnoLB flow can have.
+pub const MAX_SUBFLOWS: usize = 16;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlbConfig {
+    /// A round is congested when at least this share of its ACKs carried
+    /// ECN, in parts per million (PLB: 50 %).
+    pub congested_ppm: u32,
+    /// Move after this many consecutive congested rounds (PLB: M = 3).
+    pub congested_rounds: u32,
+    /// Move on a retransmission timeout.
+    pub move_on_timeout: bool,
+}
+
+impl Default for PlbConfig {
+    fn default() -> Self {
+        Self { congested_ppm: 500_000, congested_rounds: 3, move_on_timeout: true }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnoLbConfig {
+    /// Subflows (entropies) per flow (the artifact: 10).
+    pub subflows: u8,
+    /// Skip subflows silent for more than half a base RTT while another
+    /// is not (the paper's "prefer subflows that recently received ACKs").
+    pub prefer_recent: bool,
+}
+
+impl Default for UnoLbConfig {
+    fn default() -> Self {
+        Self { subflows: 10, prefer_recent: false }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    Ecmp,
+    Spray,
+    Plb(PlbConfig),
+    UnoLb(UnoLbConfig),
+}
+
+impl Strategy {
+    /// Checks the configuration (a strategy built from user input).
+    pub fn check(&self) -> Result<(), &'static str> {
+        match *self {
+            Strategy::Plb(c) if c.congested_ppm > 1_000_000 => Err("plb: congested_ppm must be at most 1000000"),
+            Strategy::UnoLb(c) if c.subflows == 0 || c.subflows as usize > MAX_SUBFLOWS => {
+                Err("unolb: subflows must be within 1..=16")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Strategy::Ecmp => "ecmp",
+            Strategy::Spray => "spray",
+            Strategy::Plb(_) => "plb",
+            Strategy::UnoLb(_) => "unolb",
+        }
+    }
+}
+
+/// Why a balancer changed entropies (counted per flow).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Moves {
+    /// PLB moves after congested rounds.
+    pub congestion: u32,
+    /// PLB moves on a timeout; UnoLB re-draws on a timeout.
+    pub timeout: u32,
+    /// UnoLB re-draws on a block NACK.
+    pub nack: u32,
+    /// Subflow entropies re-drawn (UnoLB) or flow moves (PLB), in all.
+    pub entropies: u32,
+}
+
+/// One flow's load balancer.
+#[derive(Clone, Debug)]
+pub struct Balancer {
+    strategy: Strategy,
+    base_rtt_ns: u64,
+    /// Entropy per subflow (Ecmp, Plb: only `[0]`).
+    entropy: [u16; MAX_SUBFLOWS],
+    /// When each subflow last had a packet acknowledged (or was drawn).
+    last_ack_ns: [u64; MAX_SUBFLOWS],
+    subflows: u8,
+    next: u8,
+    last_redraw_ns: Option<u64>,
+    // PLB round state.
+    round_start_ns: u64,
+    round_acks: u32,
+    round_marked: u32,
+    congested_run: u32,
+    pub moves: Moves,
+}
+
+fn draw16(draw: &mut impl FnMut() -> u32) -> u16 {
+    (draw() >> 16) as u16
+}
+
+impl Balancer {
+    /// A flow starting at `now_ns` over a path whose base RTT is
+    /// `base_rtt_ns`; its first entropies come from `draw`.
+    pub fn new(strategy: Strategy, base_rtt_ns: u64, now_ns: u64, draw: &mut impl FnMut() -> u32) -> Self {
+        let subflows = match strategy {
+            Strategy::UnoLb(c) => c.subflows.clamp(1, MAX_SUBFLOWS as u8),
+            _ => 1,
+        };
+        let mut entropy = [0u16; MAX_SUBFLOWS];
+        for e in entropy.iter_mut().take(subflows as usize) {
+            *e = draw16(draw);
+        }
+        Self {
+            strategy,
+            base_rtt_ns,
+            entropy,
+            last_ack_ns: [now_ns; MAX_SUBFLOWS],
+            subflows,
+            next: 0,
+            last_redraw_ns: None,
+            round_start_ns: now_ns,
+            round_acks: 0,
+            round_marked: 0,
+            congested_run: 0,
+            moves: Moves::default(),
+        }
+    }
+
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+
+    /// The entropies in use (one per subflow).
+    pub fn entropies(&self) -> &[u16] {
+        &self.entropy[..self.subflows as usize]
+    }
+
+    /// The entropy of the next packet sent at `now_ns`.
+    pub fn next_entropy(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) -> u16 {
+        match self.strategy {
+            Strategy::Ecmp | Strategy::Plb(_) => self.entropy[0],
+            Strategy::Spray => draw16(draw),
+            Strategy::UnoLb(c) => {
+                let n = self.subflows;
+                let mut i = self.next % n;
+                if c.prefer_recent {
+                    // The first subflow from `next` on that is not silent;
+                    // all silent: plain round robin.
+                    let silent = |j: u8| now_ns.saturating_sub(self.last_ack_ns[j as usize]) > self.base_rtt_ns / 2;
+                    if let Some(j) = (0..n).map(|k| (i + k) % n).find(|&j| !silent(j)) {
+                        i = j;
+                    }
+                }
+                self.next = (i + 1) % n;
+                self.entropy[i as usize]
+            }
+        }
+    }
+
+    /// A packet sent at `sent_ns` with `entropy` was acknowledged at
+    /// `now_ns`; `marked`: its ACK carried ECN.
+    pub fn on_ack(&mut self, now_ns: u64, sent_ns: u64, entropy: u16, marked: bool, draw: &mut impl FnMut() -> u32) {
+        match self.strategy {
+            Strategy::UnoLb(_) => {
+                if let Some(i) = self.entropies().iter().position(|&e| e == entropy) {
+                    self.last_ack_ns[i] = now_ns;
+                }
+            }
+            Strategy::Plb(c) => {
+                self.round_acks = self.round_acks.saturating_add(1);
+                self.round_marked = self.round_marked.saturating_add(marked as u32);
+                if sent_ns < self.round_start_ns {
+                    return;
+                }
+                // The round ends: was it congested?
+                let ppm = (self.round_marked as u64).saturating_mul(1_000_000) / (self.round_acks.max(1) as u64);
+                let congested = ppm >= c.congested_ppm as u64;
+                self.congested_run = if congested { self.congested_run.saturating_add(1) } else { 0 };
+                self.round_start_ns = now_ns;
+                self.round_acks = 0;
+                self.round_marked = 0;
+                if c.congested_rounds > 0 && self.congested_run >= c.congested_rounds {
+                    self.congested_run = 0;
+                    self.entropy[0] = self.fresh(self.entropy[0], draw);
+                    self.moves.congestion = self.moves.congestion.saturating_add(1);
+                    self.moves.entropies = self.moves.entropies.saturating_add(1);
+                }
+            }
+            Strategy::Ecmp | Strategy::Spray => {}
+        }
+    }
+
+    /// A retransmission timeout at `now_ns`.
+    pub fn on_timeout(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) {
+        match self.strategy {
+            Strategy::Plb(c) if c.move_on_timeout => {
+                self.entropy[0] = self.fresh(self.entropy[0], draw);
+                self.congested_run = 0;
+                self.moves.timeout = self.moves.timeout.saturating_add(1);
+                self.moves.entropies = self.moves.entropies.saturating_add(1);
+            }
+            Strategy::UnoLb(_) => {
+                if self.redraw_silent(now_ns, draw) {
+                    self.moves.timeout = self.moves.timeout.saturating_add(1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The receiver reported an incomplete block (UnoRC's NACK) at `now_ns`.
+    pub fn on_nack(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) {
+        if let Strategy::UnoLb(_) = self.strategy {
+            if self.redraw_silent(now_ns, draw) {
+                self.moves.nack = self.moves.nack.saturating_add(1);
+            }
+        }
+    }
+
+    /// UnoLB: new entropies for the subflows silent for more than half a
+    /// base RTT, at most once per base RTT. Whether it acted.
+    fn redraw_silent(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) -> bool {
+        if self.last_redraw_ns.is_some_and(|t| now_ns.saturating_sub(t) < self.base_rtt_ns) {
+            return false;
+        }
+        self.last_redraw_ns = Some(now_ns);
+        for i in 0..self.subflows as usize {
+            if now_ns.saturating_sub(self.last_ack_ns[i]) > self.base_rtt_ns / 2 {
+                self.entropy[i] = self.fresh(self.entropy[i], draw);
+                // A fresh subflow gets a base RTT before it can count as silent.
+                self.last_ack_ns[i] = now_ns;
+                self.moves.entropies = self.moves.entropies.saturating_add(1);
+            }
+        }
+        true
+    }
+
+    /// A random entropy other than `old`.
+    fn fresh(&self, old: u16, draw: &mut impl FnMut() -> u32) -> u16 {
+        let e = draw16(draw);
+        if e == old {
+            e.wrapping_add(1)
+        } else {
+            e
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counter() -> impl FnMut() -> u32 {
+        let mut x = 0x1234_5678u32;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        }
+    }
+
+    const RTT: u64 = 14_000;
+
+    #[test]
+    fn ecmp_keeps_one_entropy_and_spray_changes_it() {
+        let mut d = counter();
+        let mut e = Balancer::new(Strategy::Ecmp, RTT, 0, &mut d);
+        let first = e.next_entropy(0, &mut d);
+        e.on_timeout(50_000, &mut d);
+        assert!((0..100).all(|t| e.next_entropy(t, &mut d) == first));
+        let mut s = Balancer::new(Strategy::Spray, RTT, 0, &mut d);
+        let v: std::vec::Vec<u16> = (0..100).map(|t| s.next_entropy(t, &mut d)).collect();
+        let distinct: std::collections::BTreeSet<_> = v.iter().collect();
+        assert!(distinct.len() > 90, "spraying drew {} distinct entropies of 100", distinct.len());
+    }
+
+    #[test]
+    fn unolb_round_robins_over_its_subflows() {
+        let mut d = counter();
+        let mut b = Balancer::new(Strategy::UnoLb(UnoLbConfig::default()), RTT, 0, &mut d);
+        let subs: std::vec::Vec<u16> = b.entropies().to_vec();
+        assert_eq!(subs.len(), 10);
+        let sent: std::vec::Vec<u16> = (0..20).map(|t| b.next_entropy(t, &mut d)).collect();
+        assert_eq!(&sent[..10], &subs[..]);
+        assert_eq!(&sent[10..], &subs[..]);
+    }
+
+    #[test]
+    fn unolb_redraws_only_silent_subflows_and_once_per_base_rtt() {
+        let mut d = counter();
+        let mut b = Balancer::new(Strategy::UnoLb(UnoLbConfig::default()), RTT, 0, &mut d);
+        let before: std::vec::Vec<u16> = b.entropies().to_vec();
+        // Subflows 0..5 get ACKs at t = 20 µs; 5..10 stay silent.
+        for &e in &before[..5] {
+            b.on_ack(20_000, 10_000, e, false, &mut d);
+        }
+        b.on_timeout(22_000, &mut d);
+        let after: std::vec::Vec<u16> = b.entropies().to_vec();
+        assert_eq!(&after[..5], &before[..5], "subflows acked within half a base RTT keep their entropy");
+        assert!(after[5..].iter().zip(&before[5..]).all(|(a, b)| a != b), "silent subflows get new entropies");
+        assert_eq!(b.moves.timeout, 1);
+        assert_eq!(b.moves.entropies, 5);
+        // Within one base RTT of that, a NACK changes nothing.
+        b.on_nack(22_000 + RTT - 1, &mut d);
+        assert_eq!(b.entropies(), &after[..]);
+        assert_eq!(b.moves.nack, 0);
+        // A base RTT later, everything has been silent for > RTT/2.
+        b.on_nack(22_000 + RTT, &mut d);
+        assert!(b.entropies().iter().zip(&after).all(|(a, b)| a != b));
+        assert_eq!(b.moves.nack, 1);
+    }
+
+    #[test]
+    fn unolb_prefer_recent_skips_silent_subflows() {
+        let mut d = counter();
+        let cfg = UnoLbConfig { subflows: 4, prefer_recent: true };
+        let mut b = Balancer::new(Strategy::UnoLb(cfg), RTT, 0, &mut d);
+        let subs = b.entropies().to_vec();
+        b.on_ack(30_000, 20_000, subs[2], false, &mut d);
+        // At 31 µs only subflow 2 has been heard from within RTT/2.
+        assert!((0..8).all(|_| b.next_entropy(31_000, &mut d) == subs[2]));
+    }
+
+    #[test]
+    fn plb_moves_after_three_congested_rounds_not_two() {
+        let mut d = counter();
+        let mut b = Balancer::new(Strategy::Plb(PlbConfig::default()), RTT, 0, &mut d);
+        let first = b.entropies()[0];
+        // One round from `start`: ten ACKs of packets sent before it (`marked`
+        // of them with ECN), then the ACK of the packet sent at its start.
+        fn round(b: &mut Balancer, t: &mut u64, first: u16, marked: u32, d: &mut impl FnMut() -> u32) {
+            let start = *t;
+            for i in 0..10 {
+                b.on_ack(start + RTT - 10 + i as u64, start.saturating_sub(1), first, i < marked, d);
+            }
+            *t = start + RTT;
+            b.on_ack(*t, start, first, marked > 5, d);
+        }
+        // (The first round ends at the first ACK: the rounds below start at 1 µs.)
+        b.on_ack(1_000, 0, first, false, &mut d);
+        let mut t = 1_000;
+        let mut round = |b: &mut Balancer, marked: u32, d: &mut _| round(b, &mut t, first, marked, d);
+        round(&mut b, 8, &mut d);
+        round(&mut b, 8, &mut d);
+        assert_eq!(b.entropies()[0], first, "two congested rounds keep the path");
+        round(&mut b, 2, &mut d);
+        round(&mut b, 8, &mut d);
+        round(&mut b, 8, &mut d);
+        assert_eq!(b.entropies()[0], first, "an uncongested round resets the count");
+        round(&mut b, 8, &mut d);
+        assert_ne!(b.entropies()[0], first, "the third congested round in a row moves the flow");
+        assert_eq!(b.moves.congestion, 1);
+    }
+
+    #[test]
+    fn plb_moves_on_timeout() {
+        let mut d = counter();
+        let mut b = Balancer::new(Strategy::Plb(PlbConfig::default()), RTT, 0, &mut d);
+        let first = b.entropies()[0];
+        b.on_timeout(1_000_000, &mut d);
+        assert_ne!(b.entropies()[0], first);
+        assert_eq!(b.moves.timeout, 1);
+    }
+
+    #[test]
+    fn bad_configurations_are_refused() {
+        assert!(Strategy::UnoLb(UnoLbConfig { subflows: 0, prefer_recent: false }).check().is_err());
+        assert!(Strategy::UnoLb(UnoLbConfig { subflows: 17, prefer_recent: false }).check().is_err());
+        assert!(Strategy::Plb(PlbConfig { congested_ppm: 1_000_001, ..Default::default() }).check().is_err());
+        assert!(Strategy::UnoLb(UnoLbConfig::default()).check().is_ok());
+    }
+}
