@@ -7,16 +7,19 @@
 //!   spraying).
 //! - [`Strategy::Plb`]: one entropy, re-drawn after `congested_rounds`
 //!   consecutive rounds in which at least `congested_ppm` of the ACKs
-//!   carried ECN, or after a retransmission timeout (PLB, Qureshi et al.,
-//!   SIGCOMM '22 — the same rule as xdcc's eBPF rerouter for TCP).
+//!   carried ECN, or after a retransmission timeout, or (`move_on_nack`)
+//!   a block NACK — these two at most once per `min_move_interval_ns`
+//!   (PLB, Qureshi et al., SIGCOMM '22: 50 %, 3 rounds, move on RTO — the
+//!   rule of xdcc's eBPF rerouter for TCP; the Uno artifact's PLB: 25 %, 2
+//!   rounds, timeouts and NACKs at most once per RTO).
 //! - [`Strategy::UnoLb`] (uno-sc25 §4.2; artifact `LcpSrc::choose_route`,
 //!   `SIMPLE_SUBFLOW`): `subflows` entropies drawn at random under the
 //!   flow's one window, packets round-robin over them; on a timeout or a
-//!   block NACK, every subflow that has been silent (no ACK) for more than
-//!   half a base RTT gets a new random entropy, at most once per base RTT.
-//!   Optionally (`prefer_recent`, the paper's text; commented out in the
-//!   artifact) the round robin skips subflows silent that long while some
-//!   other subflow is not.
+//!   block NACK, every subflow that has not been re-drawn for a base RTT
+//!   and has had no ACK for more than half a base RTT gets a new random
+//!   entropy. Optionally (`prefer_recent`, the paper's text; commented out
+//!   in the artifact) the round robin skips subflows silent that long
+//!   while some other subflow is not.
 //!
 //! Rounds (for PLB) follow the usual rule: a round ends when a packet sent
 //! after the round began is acknowledged.
@@ -33,11 +36,16 @@ pub struct PlbConfig {
     pub congested_rounds: u32,
     /// Move on a retransmission timeout.
     pub move_on_timeout: bool,
+    /// Move on a block NACK (UnoRC).
+    pub move_on_nack: bool,
+    /// Least time between two moves on timeouts or NACKs (the artifact: one RTO).
+    pub min_move_interval_ns: u64,
 }
 
 impl Default for PlbConfig {
+    /// PLB's paper.
     fn default() -> Self {
-        Self { congested_ppm: 500_000, congested_rounds: 3, move_on_timeout: true }
+        Self { congested_ppm: 500_000, congested_rounds: 3, move_on_timeout: true, move_on_nack: false, min_move_interval_ns: 0 }
     }
 }
 
@@ -108,8 +116,11 @@ pub struct Balancer {
     entropy: [u16; MAX_SUBFLOWS],
     /// When each subflow last had a packet acknowledged (or was drawn).
     last_ack_ns: [u64; MAX_SUBFLOWS],
+    /// When each subflow's entropy was last drawn (UnoLB).
+    drawn_ns: [u64; MAX_SUBFLOWS],
     subflows: u8,
     next: u8,
+    /// PLB's last move on a timeout or NACK.
     last_redraw_ns: Option<u64>,
     // PLB round state.
     round_start_ns: u64,
@@ -140,6 +151,7 @@ impl Balancer {
             base_rtt_ns,
             entropy,
             last_ack_ns: [now_ns; MAX_SUBFLOWS],
+            drawn_ns: [now_ns; MAX_SUBFLOWS],
             subflows,
             next: 0,
             last_redraw_ns: None,
@@ -217,47 +229,55 @@ impl Balancer {
 
     /// A retransmission timeout at `now_ns`.
     pub fn on_timeout(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) {
-        match self.strategy {
-            Strategy::Plb(c) if c.move_on_timeout => {
-                self.entropy[0] = self.fresh(self.entropy[0], draw);
-                self.congested_run = 0;
-                self.moves.timeout = self.moves.timeout.saturating_add(1);
-                self.moves.entropies = self.moves.entropies.saturating_add(1);
-            }
-            Strategy::UnoLb(_) => {
-                if self.redraw_silent(now_ns, draw) {
-                    self.moves.timeout = self.moves.timeout.saturating_add(1);
-                }
-            }
-            _ => {}
+        let acted = match self.strategy {
+            Strategy::Plb(c) if c.move_on_timeout => self.plb_move(now_ns, c, draw),
+            Strategy::UnoLb(_) => self.redraw_silent(now_ns, draw),
+            _ => false,
+        };
+        if acted {
+            self.moves.timeout = self.moves.timeout.saturating_add(1);
         }
     }
 
     /// The receiver reported an incomplete block (UnoRC's NACK) at `now_ns`.
     pub fn on_nack(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) {
-        if let Strategy::UnoLb(_) = self.strategy {
-            if self.redraw_silent(now_ns, draw) {
-                self.moves.nack = self.moves.nack.saturating_add(1);
-            }
+        let acted = match self.strategy {
+            Strategy::Plb(c) if c.move_on_nack => self.plb_move(now_ns, c, draw),
+            Strategy::UnoLb(_) => self.redraw_silent(now_ns, draw),
+            _ => false,
+        };
+        if acted {
+            self.moves.nack = self.moves.nack.saturating_add(1);
         }
     }
 
-    /// UnoLB: new entropies for the subflows silent for more than half a
-    /// base RTT, at most once per base RTT. Whether it acted.
-    fn redraw_silent(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) -> bool {
-        if self.last_redraw_ns.is_some_and(|t| now_ns.saturating_sub(t) < self.base_rtt_ns) {
+    /// PLB on a timeout or NACK: a new path, at most once per interval.
+    fn plb_move(&mut self, now_ns: u64, c: PlbConfig, draw: &mut impl FnMut() -> u32) -> bool {
+        if self.last_redraw_ns.is_some_and(|t| now_ns.saturating_sub(t) < c.min_move_interval_ns) {
             return false;
         }
         self.last_redraw_ns = Some(now_ns);
+        self.entropy[0] = self.fresh(self.entropy[0], draw);
+        self.congested_run = 0;
+        self.moves.entropies = self.moves.entropies.saturating_add(1);
+        true
+    }
+
+    /// UnoLB: a new entropy for every subflow not re-drawn for a base RTT
+    /// and silent (no ACK) for more than half of one. Whether any changed.
+    fn redraw_silent(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) -> bool {
+        let mut any = false;
         for i in 0..self.subflows as usize {
-            if now_ns.saturating_sub(self.last_ack_ns[i]) > self.base_rtt_ns / 2 {
+            let settled = now_ns.saturating_sub(self.drawn_ns[i]) >= self.base_rtt_ns;
+            let silent = now_ns.saturating_sub(self.last_ack_ns[i]) > self.base_rtt_ns / 2;
+            if settled && silent {
                 self.entropy[i] = self.fresh(self.entropy[i], draw);
-                // A fresh subflow gets a base RTT before it can count as silent.
-                self.last_ack_ns[i] = now_ns;
+                self.drawn_ns[i] = now_ns;
                 self.moves.entropies = self.moves.entropies.saturating_add(1);
+                any = true;
             }
         }
-        true
+        any
     }
 
     /// A random entropy other than `old`.
@@ -316,6 +336,10 @@ mod tests {
         let mut d = counter();
         let mut b = Balancer::new(Strategy::UnoLb(UnoLbConfig::default()), RTT, 0, &mut d);
         let before: std::vec::Vec<u16> = b.entropies().to_vec();
+        // Within the first base RTT nothing is re-drawn, however silent.
+        b.on_timeout(RTT - 1, &mut d);
+        assert_eq!(b.entropies(), &before[..]);
+        assert_eq!(b.moves.timeout, 0);
         // Subflows 0..5 get ACKs at t = 20 µs; 5..10 stay silent.
         for &e in &before[..5] {
             b.on_ack(20_000, 10_000, e, false, &mut d);
@@ -326,14 +350,17 @@ mod tests {
         assert!(after[5..].iter().zip(&before[5..]).all(|(a, b)| a != b), "silent subflows get new entropies");
         assert_eq!(b.moves.timeout, 1);
         assert_eq!(b.moves.entropies, 5);
-        // Within one base RTT of that, a NACK changes nothing.
+        // Within one base RTT of that, a NACK re-draws only the subflows
+        // that have not just been re-drawn (0..5, now silent for > RTT/2).
         b.on_nack(22_000 + RTT - 1, &mut d);
-        assert_eq!(b.entropies(), &after[..]);
-        assert_eq!(b.moves.nack, 0);
-        // A base RTT later, everything has been silent for > RTT/2.
-        b.on_nack(22_000 + RTT, &mut d);
-        assert!(b.entropies().iter().zip(&after).all(|(a, b)| a != b));
+        let later = b.entropies().to_vec();
+        assert!(later[..5].iter().zip(&after[..5]).all(|(a, b)| a != b));
+        assert_eq!(&later[5..], &after[5..], "re-drawn less than a base RTT ago");
         assert_eq!(b.moves.nack, 1);
+        // A base RTT after their draw, they may go again.
+        b.on_nack(22_000 + RTT, &mut d);
+        assert!(b.entropies()[5..].iter().zip(&after[5..]).all(|(a, b)| a != b));
+        assert_eq!(b.moves.nack, 2);
     }
 
     #[test]
@@ -383,9 +410,26 @@ mod tests {
         let mut d = counter();
         let mut b = Balancer::new(Strategy::Plb(PlbConfig::default()), RTT, 0, &mut d);
         let first = b.entropies()[0];
+        b.on_nack(500_000, &mut d);
+        assert_eq!(b.entropies()[0], first, "PLB's paper does not move on NACKs");
         b.on_timeout(1_000_000, &mut d);
         assert_ne!(b.entropies()[0], first);
         assert_eq!(b.moves.timeout, 1);
+    }
+
+    #[test]
+    fn artifact_plb_moves_on_nacks_at_most_once_per_interval() {
+        let mut d = counter();
+        let cfg = PlbConfig { move_on_nack: true, min_move_interval_ns: 2_432_000, ..PlbConfig::default() };
+        let mut b = Balancer::new(Strategy::Plb(cfg), RTT, 0, &mut d);
+        b.on_nack(1_000_000, &mut d);
+        let moved = b.entropies()[0];
+        b.on_nack(2_000_000, &mut d);
+        b.on_timeout(3_000_000, &mut d);
+        assert_eq!(b.entropies()[0], moved, "within one RTO of the last move");
+        b.on_timeout(3_432_000, &mut d);
+        assert_ne!(b.entropies()[0], moved);
+        assert_eq!((b.moves.nack, b.moves.timeout), (1, 1));
     }
 
     #[test]

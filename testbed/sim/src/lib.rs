@@ -15,6 +15,7 @@ pub mod plan;
 pub mod scenario;
 pub mod sim;
 pub mod testbed;
+pub mod topology;
 
 use std::path::Path;
 

@@ -20,6 +20,9 @@ pub struct QueueReport {
     pub p99_qlen_kb: f64,
     pub max_qlen_kb: f64,
     pub drops: u64,
+    /// Packets a failed link swallowed (part of `drops`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub blackholed: u64,
     pub marks: u64,
     /// Fraction of enqueued packets that got a CE mark here.
     pub mark_frac: f64,
@@ -41,6 +44,20 @@ pub struct FlowReport {
     pub losses: u64,
     pub rtos: u64,
     pub marked_ack_frac: f64,
+    /// Packets declared lost and delivered after all (reordering).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spurious: u64,
+    /// Routed flows: the hosts, the load balancer's moves, UnoRC's NACKs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lb_entropy_changes: Option<u32>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub nacks: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -131,11 +148,10 @@ pub(crate) fn report(
     // Samples inside the measured interval: [k_from, k_to).
     let k_to = s.t_ns.iter().position(|&t| t > end).unwrap_or(n).max(k_from);
     let queues = sim
-        .queues
-        .iter()
+        .reported_queues()
         .enumerate()
-        .map(|(qi, q)| {
-            let lens: Vec<f64> = s.qlen[k_from..k_to].iter().map(|v| v[qi] as f64 / 1000.0).collect();
+        .map(|(ri, (qi, q))| {
+            let lens: Vec<f64> = s.qlen[k_from..k_to].iter().map(|v| v[ri] as f64 / 1000.0).collect();
             let mean = lens.iter().sum::<f64>() / lens.len().max(1) as f64;
             let max = lens.iter().cloned().fold(0.0, f64::max);
             QueueReport {
@@ -146,6 +162,7 @@ pub(crate) fn report(
                 p99_qlen_kb: percentile(&lens, 99.0).unwrap_or(0.0),
                 max_qlen_kb: max,
                 drops: q.drops,
+                blackholed: q.blackholed,
                 marks: q.marks,
                 mark_frac: q.marks as f64 / q.enqueued.max(1) as f64,
             }
@@ -174,6 +191,10 @@ pub(crate) fn report(
                 losses: f.losses,
                 rtos: f.rtos,
                 marked_ack_frac: f.marked_acks as f64 / f.acks.max(1) as f64,
+                spurious: f.spurious,
+                hosts: sim.hosts_of(i),
+                lb_entropy_changes: f.lb_moves().map(|m| m.entropies),
+                nacks: f.nacks(),
             }
         })
         .collect();
@@ -223,7 +244,7 @@ pub(crate) fn report(
 fn series_csv(sim: &Sim, jain: &[(f64, Option<f64>)], w: usize) -> String {
     let s = &sim.series;
     let mut out = String::from("t_ms,jain");
-    for q in &sim.queues {
+    for (_, q) in sim.reported_queues() {
         let _ = write!(out, ",qlen_kb_{}", q.name);
     }
     for f in &sim.flows {
@@ -233,8 +254,8 @@ fn series_csv(sim: &Sim, jain: &[(f64, Option<f64>)], w: usize) -> String {
     let dt = sim.sample_ns() as f64;
     for k in 0..s.t_ns.len() {
         let _ = write!(out, "{:.3},{}", s.t_ns[k] as f64 / 1e6, jain[k].1.map_or(String::new(), |j| format!("{j:.4}")));
-        for qi in 0..sim.queues.len() {
-            let _ = write!(out, ",{:.1}", s.qlen[k][qi] as f64 / 1000.0);
+        for v in &s.qlen[k] {
+            let _ = write!(out, ",{:.1}", *v as f64 / 1000.0);
         }
         for i in 0..sim.flows.len() {
             let back = k.min(w.min(k));

@@ -33,6 +33,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cc::CcKind;
+use crate::topology::TopologySpec;
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -56,7 +57,14 @@ pub struct Scenario {
     /// `[queue_overrides.uno.dc] phantom = {...}`.
     #[serde(default)]
     pub queue_overrides: BTreeMap<String, BTreeMap<String, QueueOverride>>,
+    /// Queues in series (flows name their `path` through them); or none,
+    /// with a routed `[topology]` instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<QueueSpec>,
+    /// A routed network (fat trees, border links, ECMP): see
+    /// `crate::topology`. Its flows name `src` and `dst` hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologySpec>,
     pub flows: Vec<FlowSpec>,
     /// Time series sampling period.
     #[serde(default = "default_sample_us")]
@@ -110,6 +118,41 @@ pub struct Scenario {
     /// in the papers' simulators. The testbed's model sets Linux's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive_window: Option<ReceiveWindow>,
+    /// How senders find lost packets (see [`LossRecovery`]).
+    #[serde(default)]
+    pub loss_recovery: LossRecovery,
+    /// A fixed retransmission timeout instead of max(`min_rto_us`, 3 × the
+    /// smoothed RTT) (the Uno artifact: base RTT + 5 intra-DC + 3 inter-DC
+    /// queue delays, 2432 µs for its inter-DC flows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rto_us: Option<f64>,
+    /// Whether a retransmission timeout cuts the window (the artifact's
+    /// `-noRto` runs: false; the packets are still resent).
+    #[serde(default = "yes")]
+    pub rto_window_cut: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How a sender decides a packet is lost.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LossRecovery {
+    /// Linux's RACK (RFC 8985): a packet is lost once a packet sent after
+    /// it has been acknowledged and a reordering window has passed; the
+    /// window is 0 until the flow has seen reordering (a packet acknowledged
+    /// after one declared lost before it was delivered), then a quarter of
+    /// the minimum RTT. Plus the flow's retransmission timeout (no progress
+    /// for one RTO: everything outstanding is resent). On in-order paths
+    /// this is exactly "a gap at the first later ACK is a loss".
+    #[default]
+    Rack,
+    /// The Uno artifact's transport: every packet has its own timer and is
+    /// resent one RTO after it was sent if unacknowledged; nothing else
+    /// (besides UnoRC's NACKs) declares a loss.
+    Timeout,
 }
 
 /// A receiver whose advertised window starts at `init_kb` and grows by
@@ -244,10 +287,27 @@ pub struct FlowSpec {
     pub name: String,
     #[serde(default = "one_u32")]
     pub count: u32,
-    /// Base (propagation) RTT.
+    /// Base (propagation) RTT of a flow through `path` (routed flows: none,
+    /// their links' delays make it).
+    #[serde(default)]
     pub rtt_us: f64,
-    /// Queue names in order from sender to receiver.
+    /// Queue names in order from sender to receiver (queues in series).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path: Vec<String>,
+    /// Routed flows: the sending and the receiving host, as a host (`a.3`)
+    /// or a DC (`a`, `b`): a DC gives the group's flows distinct hosts of
+    /// it drawn from the seed (with `src` and `dst` the same DC, no flow
+    /// sends to itself: a random permutation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst: Option<String>,
+    /// Routed flows: how packets choose their path (default: ECMP, one path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lb: Option<LbSpec>,
+    /// Routed flows: UnoRC erasure-coded blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ec: Option<EcSpec>,
     #[serde(default)]
     pub start_ms: f64,
     /// Extra delay between the starts of this group's flows.
@@ -273,6 +333,108 @@ pub struct FlowSpec {
 
 fn one_u32() -> u32 {
     1
+}
+
+/// A routed flow's load balancer (`xdcc_multipath::lb`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LbSpec {
+    /// One path for the flow's life.
+    Ecmp,
+    /// A random path per packet.
+    Spray,
+    /// PLB: move after `congested_rounds` rounds with at least
+    /// `congested_frac` of ACKs marked, and on a timeout; `move_on_nack`:
+    /// on a block NACK too; timeouts and NACKs move it at most once per
+    /// `min_move_interval_us`. Defaults: PLB's paper (0.5, 3, no NACKs, 0);
+    /// the Uno artifact's: 0.25, 2, NACKs, one RTO.
+    Plb {
+        #[serde(default = "half")]
+        congested_frac: f64,
+        #[serde(default = "three")]
+        congested_rounds: u32,
+        #[serde(default)]
+        move_on_nack: bool,
+        #[serde(default)]
+        min_move_interval_us: f64,
+    },
+    /// UnoLB: `subflows` entropies under one window, silent ones re-drawn on
+    /// a timeout or NACK; `prefer_recent` skips silent subflows.
+    Unolb {
+        #[serde(default = "ten")]
+        subflows: u8,
+        #[serde(default)]
+        prefer_recent: bool,
+    },
+}
+
+fn half() -> f64 {
+    0.5
+}
+fn three() -> u32 {
+    3
+}
+fn ten() -> u8 {
+    10
+}
+
+impl LbSpec {
+    pub fn strategy(&self) -> Result<xdcc_multipath::Strategy> {
+        use xdcc_multipath::{PlbConfig, Strategy, UnoLbConfig};
+        let s = match *self {
+            LbSpec::Ecmp => Strategy::Ecmp,
+            LbSpec::Spray => Strategy::Spray,
+            LbSpec::Plb { congested_frac, congested_rounds, move_on_nack, min_move_interval_us } => {
+                if !(congested_frac.is_finite() && (0.0..=1.0).contains(&congested_frac)) {
+                    bail!("lb.congested_frac must be within [0, 1]");
+                }
+                if !(min_move_interval_us.is_finite() && (0.0..=1e7).contains(&min_move_interval_us)) {
+                    bail!("lb.min_move_interval_us must be within [0, 1e7]");
+                }
+                Strategy::Plb(PlbConfig {
+                    congested_ppm: (congested_frac * 1e6).round() as u32,
+                    congested_rounds,
+                    move_on_timeout: true,
+                    move_on_nack,
+                    min_move_interval_ns: (min_move_interval_us * 1e3).round() as u64,
+                })
+            }
+            LbSpec::Unolb { subflows, prefer_recent } => Strategy::UnoLb(UnoLbConfig { subflows, prefer_recent }),
+        };
+        s.check().map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(s)
+    }
+}
+
+/// UnoRC (`xdcc_multipath::ec`): blocks of `data` + `parity` packets; the
+/// receiver NACKs a block still incomplete `nack_timeout_us` after its
+/// first packet.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EcSpec {
+    #[serde(default = "eight")]
+    pub data: u8,
+    #[serde(default = "two")]
+    pub parity: u8,
+    pub nack_timeout_us: f64,
+}
+
+fn eight() -> u8 {
+    8
+}
+fn two() -> u8 {
+    2
+}
+
+impl EcSpec {
+    pub fn code(&self) -> Result<xdcc_multipath::BlockCode> {
+        let c = xdcc_multipath::BlockCode { data: self.data, parity: self.parity };
+        c.check().map_err(|e| anyhow::anyhow!("{e}"))?;
+        if !(self.nack_timeout_us.is_finite() && self.nack_timeout_us > 0.0) {
+            bail!("ec.nack_timeout_us must be a positive number");
+        }
+        Ok(c)
+    }
 }
 
 /// One queue as a run of one CC sees it: the queue's settings with that
@@ -380,6 +542,9 @@ impl Scenario {
         if !(self.window_pacing_gain.is_finite() && (self.window_pacing_gain == 0.0 || (0.5..=10.0).contains(&self.window_pacing_gain))) {
             bail!("window_pacing_gain must be 0 (off) or within [0.5, 10], got {}", self.window_pacing_gain);
         }
+        if let Some(r) = self.rto_us {
+            pos("rto_us", r)?;
+        }
         if let Some(w) = self.receive_window {
             pos("receive_window.init_kb", w.init_kb)?;
             pos("receive_window.max_kb", w.max_kb)?;
@@ -408,8 +573,11 @@ impl Scenario {
         pos("net.link_rate_gbps", self.net.link_rate_gbps)?;
         pos("net.intra_rtt_us", self.net.intra_rtt_us)?;
         pos("net.inter_rtt_us", self.net.inter_rtt_us)?;
-        if self.queues.is_empty() {
-            bail!("define at least one [[queues]]");
+        match &self.topology {
+            None if self.queues.is_empty() => bail!("define at least one [[queues]] (or a [topology])"),
+            Some(_) if !self.queues.is_empty() => bail!("[topology] and [[queues]] exclude each other: a routed network builds its own queues"),
+            Some(t) => t.validate()?,
+            None => {}
         }
         let mut names = std::collections::BTreeSet::new();
         for q in &self.queues {
@@ -447,9 +615,33 @@ impl Scenario {
             if f.count == 0 || f.count > 10_000 {
                 bail!("flows.{}.count must be within 1..=10000", f.name);
             }
-            pos(&format!("flows.{}.rtt_us", f.name), f.rtt_us)?;
-            if f.path.is_empty() {
-                bail!("flows.{}.path must name at least one queue", f.name);
+            if let Some(t) = &self.topology {
+                if !f.path.is_empty() || f.rtt_us != 0.0 {
+                    bail!("flows.{}: a routed flow has src and dst, not path or rtt_us (its links make its RTT)", f.name);
+                }
+                let (Some(src), Some(dst)) = (&f.src, &f.dst) else {
+                    bail!("flows.{}: a routed flow needs src and dst (a host such as \"a.3\" or a DC such as \"b\")", f.name);
+                };
+                for h in [src, dst] {
+                    crate::topology::check_endpoint(t, h).with_context(|| format!("flows.{}", f.name))?;
+                }
+                if let Some(lb) = &f.lb {
+                    lb.strategy().with_context(|| format!("flows.{}", f.name))?;
+                }
+                if let Some(ec) = &f.ec {
+                    ec.code().with_context(|| format!("flows.{}", f.name))?;
+                    if f.size_kb.is_none() {
+                        bail!("flows.{}: ec needs a sized flow (size_kb)", f.name);
+                    }
+                }
+            } else {
+                if f.src.is_some() || f.dst.is_some() || f.lb.is_some() || f.ec.is_some() {
+                    bail!("flows.{}: src, dst, lb and ec need a [topology]", f.name);
+                }
+                pos(&format!("flows.{}.rtt_us", f.name), f.rtt_us)?;
+                if f.path.is_empty() {
+                    bail!("flows.{}.path must name at least one queue", f.name);
+                }
             }
             for q in &f.path {
                 if !names.contains(q.as_str()) {
@@ -478,7 +670,7 @@ impl Scenario {
     }
 }
 
-fn check_marking(q: &str, m: &Marking) -> Result<()> {
+pub(crate) fn check_marking(q: &str, m: &Marking) -> Result<()> {
     match *m {
         Marking::None | Marking::Amrt => Ok(()),
         Marking::Threshold { k_pkts } => {
@@ -499,7 +691,7 @@ fn check_marking(q: &str, m: &Marking) -> Result<()> {
     }
 }
 
-fn check_phantom(q: &str, p: &Phantom) -> Result<()> {
+pub(crate) fn check_phantom(q: &str, p: &Phantom) -> Result<()> {
     if !(p.drain_frac > 0.0 && p.drain_frac <= 1.0) {
         bail!("queues.{q}.phantom.drain_frac must be within (0, 1]");
     }

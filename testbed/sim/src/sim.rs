@@ -13,10 +13,24 @@
 //! - Receivers ACK every packet immediately and echo its CE mark (the
 //!   DCTCP-style receiver the kernel modules set up), so each ACK reports one
 //!   packet: bytes, RTT, send time, in-flight at send, mark.
-//! - Losses are detected at the first ACK of a later packet (paths are FIFO,
-//!   so a gap means a drop; RACK with zero reordering window) and retransmitted
-//!   first; a retransmission timeout (max(min_rto, 3·srtt)) retransmits
-//!   everything outstanding. Headers and delayed ACKs are not modelled.
+//! - Losses are found by RACK (`LossRecovery::Rack`, the default): a packet
+//!   is lost once one sent after it is acknowledged and a reordering window
+//!   has passed — zero until the flow has seen reordering (so on the FIFO
+//!   paths of queues in series: at the first later ACK), then min RTT / 4;
+//!   lost packets are retransmitted first; a retransmission timeout
+//!   (max(min_rto, 3·srtt), or the scenario's fixed `rto_us`) retransmits
+//!   everything outstanding. `LossRecovery::Timeout` (the Uno artifact's
+//!   transport) has a timer per packet instead. Headers and delayed ACKs
+//!   are not modelled.
+//! - Routed networks (`[topology]`, `crate::topology`): a packet's next queue
+//!   is chosen at every node by ECMP over the equal-cost next hops, hashing
+//!   (flow, the packet's entropy, the node's salt); the flow's load balancer
+//!   (`xdcc_multipath::lb`) picks the entropy per packet. ACKs take the
+//!   reverse propagation without queueing. UnoRC flows (`ec`) send blocks of
+//!   data + parity packets; the receiver counts a block once `data` of its
+//!   packets arrived, NACKs blocks still short a timer after their first
+//!   packet, and the flow completes when every block is complete, learnt
+//!   from the ACK of the packet that completed the last one.
 //! - Windows grow only while the window limits the sender, as Linux grows
 //!   them (`tcp_is_cwnd_limited()`, which the kernel modules' adapter
 //!   applies): a flow held back by its NIC, its receive window or its data
@@ -47,8 +61,10 @@ use anyhow::{bail, Result};
 use xdcc_algo::{AckSample, Event, FlowInit, NetConfig};
 
 use crate::cc::{AnyCc, AnyParams, CcKind};
-use crate::scenario::{Marking, Scenario};
+use crate::scenario::{LossRecovery, Marking, Scenario};
+use crate::topology::LossState;
 use xdcc_common::{amrt_step, AmrtConfig};
+use xdcc_multipath::{Balancer, BlockCode, BlockRx, RxOutcome};
 
 /// Algorithms see `sim time + CLOCK_BASE_NS`, like a kernel clock that has been
 /// running for a while (0 means "unknown" in `AckSample`).
@@ -65,6 +81,13 @@ struct Pkt {
     seq: u64,
     send_time: u64,
     inflight_at_send: u32,
+    /// Routed flows: the entropy ECMP hashes, and the propagation delay met
+    /// so far (the ACK's way back).
+    entropy: u16,
+    prop_ns: u32,
+    /// UnoRC: this packet completed its block / the flow (carried by its ACK).
+    block_done: bool,
+    flow_done: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -75,6 +98,12 @@ enum Ev {
     AckArrive(Pkt),
     SenderWake(u32),
     RtoCheck(u32),
+    /// RACK's reordering timer of a flow.
+    RackTimer(u32),
+    /// UnoRC: the receiver's timer of (flow, block), and its NACK reaching
+    /// the sender.
+    NackTimer(u32, u32),
+    NackArrive(u32, u32),
     FlowStart(u32),
     FlowStop(u32),
     Sample,
@@ -138,6 +167,14 @@ pub(crate) struct Queue {
     amrt: Option<AmrtConfig>,
     link_finish: Option<u64>,
     loss_prob: f64,
+    /// Routed networks: the link's loss model, its propagation delay (after
+    /// the queue), the node it leads to, and when it fails (black hole).
+    loss: Option<LossState>,
+    latency_ns: u64,
+    to_node: u32,
+    fail_from_ns: Option<u64>,
+    /// In the run's report and time series.
+    pub report: bool,
     pkts: VecDeque<Pkt>,
     pub bytes: u64,
     // statistics
@@ -146,9 +183,51 @@ pub(crate) struct Queue {
     pub drops: u64,
     pub marks: u64,
     pub enqueued: u64,
+    /// Packets a failed link swallowed (also in `drops`).
+    pub blackholed: u64,
 }
 
 impl Queue {
+    fn new(name: String, rate_bps: f64, buffer: u64, marking: Marking, phantom: Option<crate::scenario::Phantom>, loss_prob: f64, mtu: u32) -> Result<Self> {
+        let amrt = (marking == Marking::Amrt)
+            .then(|| AmrtConfig::for_port(rate_bps.round() as u64, mtu as u64, false))
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("queues.{name}: AMRT marking: {e}"))?;
+        Ok(Queue {
+            name,
+            rate_bps,
+            buffer,
+            marking,
+            amrt,
+            link_finish: None,
+            phantom: phantom.map(|p| {
+                let size = p.size_kb.map_or(buffer as f64, |s| s * 1000.0);
+                PhantomState {
+                    size,
+                    drain_bytes_per_ns: rate_bps * p.drain_frac / 8.0 / 1e9,
+                    kmin: p.min_frac * size,
+                    kmax: p.max_frac * size,
+                    level: 0.0,
+                    last_ns: 0,
+                }
+            }),
+            loss_prob,
+            loss: None,
+            latency_ns: 0,
+            to_node: 0,
+            fail_from_ns: None,
+            report: true,
+            pkts: VecDeque::new(),
+            bytes: 0,
+            tx_bytes: 0,
+            tx_bytes_measured: 0,
+            drops: 0,
+            marks: 0,
+            enqueued: 0,
+            blackholed: 0,
+        })
+    }
+
     fn tx_ns(&self, size: u32) -> u64 {
         ((size as f64 * 8.0) * 1e9 / self.rate_bps).ceil() as u64
     }
@@ -212,6 +291,32 @@ struct Sent {
     send_time: u64,
 }
 
+/// A flow through a routed network.
+struct Routed {
+    src: u32,
+    dst: u32,
+    /// Index of the hop-distance table toward `dst` (`Sim::dist`).
+    dist: usize,
+    /// The flow's part of every ECMP hash (its 5-tuple).
+    hash: u64,
+    lb: Balancer,
+}
+
+/// A UnoRC flow: sender and receiver sides of its blocks.
+struct FlowEc {
+    code: BlockCode,
+    /// Packets of data (the flow's size in MTUs); parity comes on top.
+    data_packets: u64,
+    rx: Vec<BlockRx>,
+    rx_complete: u64,
+    /// Blocks the sender knows complete (from ACKs): their packets are
+    /// neither retransmitted nor waited for.
+    tx_complete: Vec<bool>,
+    nack_timeout_ns: u64,
+    /// NACKs the receiver sent.
+    nacks: u64,
+}
+
 pub(crate) struct Flow {
     pub name: String,
     pub group: String,
@@ -258,6 +363,20 @@ pub(crate) struct Flow {
     cwnd_limited: bool,
     cwnd_usage_seq: u64,
     max_inflight: u64,
+    /// Routed flows (None: the fixed `path`).
+    routed: Option<Routed>,
+    ec: Option<FlowEc>,
+    /// RACK (RFC 8985): the send time and RTT of the most recently sent
+    /// packet acknowledged, whether the flow has seen reordering, its
+    /// minimum RTT, its last RTO, its armed reordering timer.
+    rack_xmit_ns: u64,
+    rack_rtt_ns: u64,
+    reord_seen: bool,
+    min_rtt_ns: u64,
+    last_rto_ns: u64,
+    rack_timer_at: Option<u64>,
+    /// Packets declared lost that were delivered after all (reordering).
+    pub spurious: u64,
 }
 
 impl Flow {
@@ -286,6 +405,23 @@ impl Flow {
     pub fn active(&self) -> bool {
         self.started && self.finish_ns.is_none() && self.sending
     }
+    /// Load-balancer moves (routed flows).
+    pub fn lb_moves(&self) -> Option<xdcc_multipath::lb::Moves> {
+        self.routed.as_ref().map(|r| r.lb.moves)
+    }
+    /// UnoRC NACKs sent by the receiver.
+    pub fn nacks(&self) -> u64 {
+        self.ec.as_ref().map_or(0, |e| e.nacks)
+    }
+    /// RACK's reordering window: 0 until reordering was seen, then a
+    /// quarter of the minimum RTT (Linux `tcp_rack_reo_wnd`, one step).
+    fn reo_wnd_ns(&self) -> u64 {
+        if self.reord_seen {
+            self.min_rtt_ns / 4
+        } else {
+            0
+        }
+    }
 }
 
 /// Time series sampled every `sample_interval`.
@@ -301,8 +437,9 @@ pub struct Series {
     pub active: Vec<Vec<bool>>,
     /// Per sample, per flow: packets lost so far (retransmitted).
     pub losses: Vec<Vec<u64>>,
-    /// Per sample, per queue: bytes queued, bytes sent and packets dropped
-    /// so far.
+    /// Per sample, per reported queue (all of queues in series; a routed
+    /// network's border and failed links): bytes queued, bytes sent and
+    /// packets dropped so far.
     pub qlen: Vec<Vec<u64>>,
     pub tx_bytes: Vec<Vec<u64>>,
     pub drops: Vec<Vec<u64>>,
@@ -331,6 +468,25 @@ pub(crate) struct Sim {
     host_delay_ns: f64,
     /// Flow whose every ACK is printed to stderr (`XDCC_SIM_TRACE=<index>`).
     trace: Option<usize>,
+    loss_recovery: LossRecovery,
+    rto_fixed_ns: Option<u64>,
+    rto_window_cut: bool,
+    /// Routed networks: out-links of every node, each node's ECMP salt, and
+    /// hop-distance tables toward the flows' destinations.
+    out: Vec<Vec<u16>>,
+    salt: Vec<u64>,
+    dist: Vec<Vec<u16>>,
+    node_names: Vec<String>,
+}
+
+/// ECMP at `node`: among its out-links one hop closer to the destination
+/// (`dist`), the one a hash of (flow, entropy, the node's salt) picks.
+fn ecmp_next(out: &[u16], queues: &[Queue], dist: &[u16], node: u32, flow_hash: u64, entropy: u16, salt: u64) -> u16 {
+    let here = dist[node as usize];
+    let closer = |l: &&u16| dist[queues[**l as usize].to_node as usize].wrapping_add(1) == here;
+    let n = out.iter().filter(closer).count() as u64;
+    let h = Rng(flow_hash ^ salt ^ (entropy as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93)).next_u64();
+    *out.iter().filter(closer).nth((h % n.max(1)) as usize).expect("a reachable node has a next hop")
 }
 
 fn ns(ms_or_us: f64, scale: f64) -> u64 {
@@ -354,50 +510,39 @@ impl Sim {
         }
         let mut params = kinds.iter().map(|&k| AnyParams::build(k, &net, &sc.params_of(k)?)).collect::<Result<Vec<_>>>()?;
 
-        let queues = sc
-            .queues_for(kind.name())
-            .into_iter()
-            .map(|q| {
-                let (buffer, marking, phantom, rate_bps) = (q.buffer_bytes, q.marking, q.phantom, q.rate_bps);
-                let amrt = (marking == Marking::Amrt)
-                    .then(|| AmrtConfig::for_port(rate_bps.round() as u64, sc.net.mtu as u64, false))
-                    .transpose()
-                    .map_err(|e| anyhow::anyhow!("queues.{}: AMRT marking: {e}", q.name))?;
-                Ok(Queue {
-                    name: q.name.clone(),
-                    rate_bps,
-                    buffer,
-                    marking,
-                    amrt,
-                    link_finish: None,
-                    phantom: phantom.map(|p| {
-                        let size = p.size_kb.map_or(buffer as f64, |s| s * 1000.0);
-                        PhantomState {
-                            size,
-                            drain_bytes_per_ns: rate_bps * p.drain_frac / 8.0 / 1e9,
-                            kmin: p.min_frac * size,
-                            kmax: p.max_frac * size,
-                            level: 0.0,
-                            last_ns: 0,
-                        }
-                    }),
-                    loss_prob: q.loss_prob,
-                    pkts: VecDeque::new(),
-                    bytes: 0,
-                    tx_bytes: 0,
-                    tx_bytes_measured: 0,
-                    drops: 0,
-                    marks: 0,
-                    enqueued: 0,
+        let graph = sc.topology.as_ref().map(|t| t.build()).transpose()?;
+        let mtu = sc.net.mtu;
+        let queues = match &graph {
+            None => sc
+                .queues_for(kind.name())
+                .into_iter()
+                .map(|q| Queue::new(q.name, q.rate_bps, q.buffer_bytes, q.marking, q.phantom, q.loss_prob, mtu))
+                .collect::<Result<Vec<_>>>()?,
+            Some(g) => g
+                .links
+                .iter()
+                .map(|l| {
+                    let mut q = Queue::new(l.name.clone(), l.rate_bps, l.buffer_bytes, l.marking.clone(), l.phantom.clone(), 0.0, mtu)?;
+                    q.loss = l.loss.clone().map(LossState::new);
+                    q.latency_ns = l.latency_ns;
+                    q.to_node = l.to;
+                    q.fail_from_ns = l.fail_from_ns;
+                    q.report = l.report;
+                    Ok(q)
                 })
-            })
-            .collect::<Result<Vec<_>>>()?;
+                .collect::<Result<Vec<_>>>()?,
+        };
         if queues.len() > u16::MAX as usize {
             bail!("too many queues");
         }
 
         let mut flows = Vec::new();
-        for g in &sc.flows {
+        let mut rng = Rng(sc.seed ^ 0x5EED_0F_5C3A_A210);
+        // Routed networks: ECMP salts, and one distance table per destination.
+        let mut dist: Vec<Vec<u16>> = Vec::new();
+        let mut dist_of: std::collections::BTreeMap<u32, usize> = Default::default();
+        let salt: Vec<u64> = graph.as_ref().map_or(Vec::new(), |g| g.node_names.iter().map(|_| rng.next_u64()).collect());
+        for (gi, g) in sc.flows.iter().enumerate() {
             let k = g.cc.as_deref().map(CcKind::parse).transpose()?.unwrap_or(kind);
             let mut pi = kinds.iter().position(|&x| x == k).expect("collected above");
             if !g.params.is_empty() {
@@ -409,14 +554,64 @@ impl Sim {
             }
             let path: Vec<u16> =
                 g.path.iter().map(|n| queues.iter().position(|q| &q.name == n).expect("validated") as u16).collect();
-            let rtt = ns(g.rtt_us, 1e3);
             let hops = path.len() as u64 + 1;
             let (rwnd, rwnd_max) = sc.receive_window.map_or((u64::MAX, u64::MAX), |w| {
                 ((w.init_kb * 1000.0).round() as u64, (w.max_kb * 1000.0).round() as u64)
             });
-            let host = g.host_rate_gbps.map_or(queues[path[0] as usize].rate_bps, |r| r * 1e9);
+            let ends = match &graph {
+                Some(gr) => crate::topology::endpoints(gr, g, sc.seed.wrapping_add(gi as u64)).map_err(|e| anyhow::anyhow!("flows.{}: {e}", g.name))?,
+                None => Vec::new(),
+            };
+            let strategy = g.lb.as_ref().map_or(Ok(xdcc_multipath::Strategy::Ecmp), |l| l.strategy())?;
+            let code = g.ec.as_ref().map(|e| e.code()).transpose()?;
             for i in 0..g.count {
                 let start = ns(g.start_ms, 1e6) + ns(g.start_spacing_us, 1e3) * i as u64;
+                let (mut rtt, mut routed, mut first_rate) = (ns(g.rtt_us, 1e3), None, 0.0);
+                if let Some(gr) = &graph {
+                    let (src, dst) = ends[i as usize];
+                    let di = *dist_of.entry(dst).or_insert_with(|| {
+                        dist.push(gr.distances_to(dst));
+                        dist.len() - 1
+                    });
+                    if dist[di][src as usize] == u16::MAX {
+                        bail!("flows.{}: {} cannot reach {}", g.name, gr.node_names[src as usize], gr.node_names[dst as usize]);
+                    }
+                    let hash = Rng(sc.seed ^ (flows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).next_u64();
+                    // The base RTT along the entropy-0 path: propagation both
+                    // ways (ACKs are not serialized).
+                    let (mut node, mut prop) = (src, 0u64);
+                    while node != dst {
+                        let l = ecmp_next(&gr.out[node as usize], &queues, &dist[di], node, hash, 0, salt[node as usize]);
+                        prop += queues[l as usize].latency_ns;
+                        if first_rate == 0.0 {
+                            first_rate = queues[l as usize].rate_bps;
+                        }
+                        node = queues[l as usize].to_node;
+                    }
+                    rtt = 2 * prop;
+                    let mut draw = || (rng.next_u64() >> 32) as u32;
+                    let lb = Balancer::new(strategy, rtt, start, &mut draw);
+                    routed = Some(Routed { src, dst, dist: di, hash, lb });
+                } else {
+                    first_rate = queues[path[0] as usize].rate_bps;
+                }
+                let host = g.host_rate_gbps.map_or(first_rate, |r| r * 1e9);
+                let mut size = g.size_kb.map(|s| (s * 1000.0).round().max(1.0) as u64);
+                let ec = code.map(|code| {
+                    // Whole MTU packets, parity on top (`size` is then what is sent).
+                    let data_packets = size.unwrap_or(0).div_ceil(mtu as u64);
+                    let blocks = code.blocks(data_packets);
+                    size = Some(code.packets(data_packets) * mtu as u64);
+                    FlowEc {
+                        code,
+                        data_packets,
+                        rx: vec![BlockRx::default(); blocks as usize],
+                        rx_complete: 0,
+                        tx_complete: vec![false; blocks as usize],
+                        nack_timeout_ns: ns(g.ec.as_ref().expect("code").nack_timeout_us, 1e3),
+                        nacks: 0,
+                    }
+                });
                 flows.push(Flow {
                     name: if g.count == 1 { g.name.clone() } else { format!("{}-{}", g.name, i) },
                     group: g.name.clone(),
@@ -431,7 +626,7 @@ impl Sim {
                     rtt_ns: rtt,
                     start_ns: start,
                     stop_ns: g.stop_ms.map(|s| ns(s, 1e6)),
-                    size: g.size_kb.map(|s| (s * 1000.0).round().max(1.0) as u64),
+                    size,
                     snd_nxt: 0,
                     delivered: 0,
                     inflight: 0,
@@ -457,6 +652,15 @@ impl Sim {
                     cwnd_limited: false,
                     cwnd_usage_seq: 0,
                     max_inflight: 0,
+                    routed,
+                    ec,
+                    rack_xmit_ns: 0,
+                    rack_rtt_ns: 0,
+                    reord_seen: false,
+                    min_rtt_ns: u64::MAX,
+                    last_rto_ns: 0,
+                    rack_timer_at: None,
+                    spurious: 0,
                 });
             }
         }
@@ -472,7 +676,7 @@ impl Sim {
             flows,
             params,
             mtu: sc.net.mtu,
-            rng: Rng(sc.seed ^ 0x5EED_0F_5C3A_A210),
+            rng,
             min_rto_ns: ns(sc.min_rto_us, 1e3),
             end_ns: ns(sc.duration_ms, 1e6),
             sample_ns: ns(sc.sample_interval_us, 1e3).max(1),
@@ -485,6 +689,13 @@ impl Sim {
             jitter_ns: sc.jitter_ns(),
             host_delay_ns: sc.host_delay_us * 1e3,
             trace: std::env::var("XDCC_SIM_TRACE").ok().and_then(|v| v.parse().ok()),
+            loss_recovery: sc.loss_recovery,
+            rto_fixed_ns: sc.rto_us.map(|r| ns(r, 1e3)),
+            rto_window_cut: sc.rto_window_cut,
+            out: graph.as_ref().map_or(Vec::new(), |g| g.out.clone()),
+            salt,
+            dist,
+            node_names: graph.as_ref().map_or(Vec::new(), |g| g.node_names.clone()),
         };
         for i in 0..sim.flows.len() {
             let f = &sim.flows[i];
@@ -514,19 +725,18 @@ impl Sim {
             match s.ev {
                 Ev::QueueArrive(q, p) => self.queue_arrive(q, p),
                 Ev::QueueDepart(q) => self.queue_depart(q),
-                Ev::RecvArrive(p) => {
-                    let host = if self.host_delay_ns > 0.0 {
-                        // Exponential with the mean: −ln(U), U in (0, 1].
-                        (-(1.0 - self.rng.unit()).ln() * self.host_delay_ns) as u64
-                    } else {
-                        0
-                    };
-                    let f = &mut self.flows[p.flow as usize];
-                    let t = (self.now + f.ack_delay_ns + host).max(f.last_ack_arrival_ns);
-                    f.last_ack_arrival_ns = t;
-                    self.at(t, Ev::AckArrive(p));
-                }
+                Ev::RecvArrive(p) => self.recv_arrive(p),
                 Ev::AckArrive(p) => self.ack_arrive(p),
+                Ev::RackTimer(f) => {
+                    let fl = &mut self.flows[f as usize];
+                    if fl.rack_timer_at == Some(self.now) {
+                        fl.rack_timer_at = None;
+                        self.rack_detect(f as usize);
+                        self.try_send(f as usize);
+                    }
+                }
+                Ev::NackTimer(f, b) => self.nack_timer(f as usize, b as usize),
+                Ev::NackArrive(f, b) => self.nack_arrive(f as usize, b as usize),
                 Ev::SenderWake(f) => {
                     let fl = &mut self.flows[f as usize];
                     if fl.wake_at == Some(self.now) {
@@ -574,6 +784,12 @@ impl Sim {
         let cwnd_limited = loop {
             let f = &mut self.flows[i];
             // Next packet: retransmissions first, then new data.
+            if let (Some(&(s, _)), Some(ec)) = (f.retx.front(), &f.ec) {
+                if ec.tx_complete[ec.code.locate(s / mtu as u64).0 as usize] {
+                    f.retx.pop_front(); // its block is complete: nothing to resend
+                    continue;
+                }
+            }
             let (seq, size, is_new) = if let Some(&(s, z)) = f.retx.front() {
                 (s, z, false)
             } else if f.sending {
@@ -620,7 +836,7 @@ impl Sim {
                 let gap = (size as f64 * 1e9 / rate).ceil() as u64;
                 f.next_pace_ns = now + gap;
             }
-            let pkt = Pkt {
+            let mut pkt = Pkt {
                 flow: i as u32,
                 hop: 0,
                 ce: false,
@@ -629,6 +845,18 @@ impl Sim {
                 seq,
                 send_time: now,
                 inflight_at_send: f.inflight.min(u32::MAX as u64) as u32,
+                entropy: 0,
+                prop_ns: 0,
+                block_done: false,
+                flow_done: false,
+            };
+            let q0 = match &mut f.routed {
+                None => f.path[0],
+                Some(r) => {
+                    let rng = &mut self.rng;
+                    pkt.entropy = r.lb.next_entropy(now, &mut || (rng.next_u64() >> 32) as u32);
+                    ecmp_next(&self.out[r.src as usize], &self.queues, &self.dist[r.dist], r.src, r.hash, pkt.entropy, self.salt[r.src as usize])
+                }
             };
             let mut arrive = f.nic_free_ns + f.hop_delay_ns;
             if self.jitter_ns > 0 {
@@ -636,7 +864,6 @@ impl Sim {
                 arrive = arrive.max(f.first_hop_arrival_ns + 1);
             }
             f.first_hop_arrival_ns = arrive;
-            let q0 = f.path[0];
             let arm = !f.rto_armed;
             f.rto_armed = true;
             let rto = self.rto_ns(i);
@@ -650,6 +877,9 @@ impl Sim {
     }
 
     fn rto_ns(&self, i: usize) -> u64 {
+        if let Some(r) = self.rto_fixed_ns {
+            return r;
+        }
         let f = &self.flows[i];
         (f.srtt_ns * 3.0).max(self.min_rto_ns as f64) as u64
     }
@@ -658,9 +888,21 @@ impl Sim {
         let now = self.now;
         let mtu = self.mtu;
         let q = &mut self.queues[qi as usize];
+        if q.fail_from_ns.is_some_and(|t| now >= t) {
+            q.drops += 1;
+            q.blackholed += 1;
+            return;
+        }
         if q.loss_prob > 0.0 && self.rng.unit() < q.loss_prob {
             q.drops += 1;
             return;
+        }
+        if let Some(l) = &mut q.loss {
+            let rng = &mut self.rng;
+            if l.lose(&mut || rng.unit()) {
+                q.drops += 1;
+                return;
+            }
         }
         if q.bytes + p.size as u64 > q.buffer {
             q.drops += 1;
@@ -687,6 +929,7 @@ impl Sim {
         let measure = now >= self.measure_from_ns && now < self.measure_to_ns;
         let q = &mut self.queues[qi as usize];
         let Some(mut p) = q.pkts.pop_front() else { return };
+        let (to_node, latency) = (q.to_node, q.latency_ns);
         q.bytes -= p.size as u64;
         q.tx_bytes += p.size as u64;
         if measure {
@@ -698,6 +941,17 @@ impl Sim {
             self.at(now + tx, Ev::QueueDepart(qi));
         }
         let f = &self.flows[p.flow as usize];
+        if let Some(r) = &f.routed {
+            let (node, d) = (to_node, latency);
+            p.prop_ns = p.prop_ns.saturating_add(d.min(u32::MAX as u64) as u32);
+            if node == r.dst {
+                self.at(now + d, Ev::RecvArrive(p));
+            } else {
+                let nq = ecmp_next(&self.out[node as usize], &self.queues, &self.dist[r.dist], node, r.hash, p.entropy, self.salt[node as usize]);
+                self.at(now + d, Ev::QueueArrive(nq, p));
+            }
+            return;
+        }
         let d = f.hop_delay_ns;
         p.hop += 1;
         if (p.hop as usize) < f.path.len() {
@@ -708,32 +962,200 @@ impl Sim {
         }
     }
 
+    /// The packet reaches its receiver, which ACKs it at once (its CE mark
+    /// echoed); an UnoRC receiver also counts the packet into its block.
+    fn recv_arrive(&mut self, mut p: Pkt) {
+        let now = self.now;
+        let mtu = self.mtu as u64;
+        let i = p.flow as usize;
+        let f = &mut self.flows[i];
+        if let Some(ec) = &mut f.ec {
+            let (block, pos) = ec.code.locate(p.seq / mtu);
+            let needed = ec.code.data_in(block, ec.data_packets);
+            let blocks = ec.rx.len() as u64;
+            let rx = &mut ec.rx[block as usize];
+            let first = rx.received() == 0;
+            match rx.on_packet(pos, needed, now) {
+                RxOutcome::Completed => {
+                    p.block_done = true;
+                    ec.rx_complete += 1;
+                    p.flow_done = ec.rx_complete == blocks;
+                }
+                // (An ACK of a packet of a complete block says so again.)
+                RxOutcome::AlreadyComplete => p.block_done = true,
+                RxOutcome::Counted | RxOutcome::Duplicate => {}
+            }
+            if first && !rx.complete() {
+                let t = now + ec.nack_timeout_ns;
+                self.at(t, Ev::NackTimer(i as u32, block as u32));
+            }
+        }
+        let host = if self.host_delay_ns > 0.0 {
+            // Exponential with the mean: −ln(U), U in (0, 1].
+            (-(1.0 - self.rng.unit()).ln() * self.host_delay_ns) as u64
+        } else {
+            0
+        };
+        let f = &mut self.flows[i];
+        let back = if f.routed.is_some() { p.prop_ns as u64 } else { f.ack_delay_ns };
+        let t = (now + back + host).max(f.last_ack_arrival_ns);
+        f.last_ack_arrival_ns = t;
+        self.at(t, Ev::AckArrive(p));
+    }
+
+    /// UnoRC: the receiver's timer of a block; a block still incomplete is
+    /// NACKed (the NACK takes the flow's one-way base delay back) and the
+    /// timer restarts.
+    fn nack_timer(&mut self, i: usize, block: usize) {
+        let now = self.now;
+        let f = &mut self.flows[i];
+        let back = f.rtt_ns / 2;
+        let Some(ec) = &mut f.ec else { return };
+        let timeout = ec.nack_timeout_ns;
+        if f.finish_ns.is_some() || !ec.rx[block].on_timer(now, timeout) {
+            return;
+        }
+        ec.nacks += 1;
+        self.at(now + back, Ev::NackArrive(i as u32, block as u32));
+        self.at(now + timeout, Ev::NackTimer(i as u32, block as u32));
+    }
+
+    /// UnoRC: a block NACK reaches the sender, which moves its load balancer
+    /// and resends every packet of the block it has no ACK for.
+    fn nack_arrive(&mut self, i: usize, block: usize) {
+        let now = self.now;
+        let mtu = self.mtu as u64;
+        let f = &mut self.flows[i];
+        if f.finish_ns.is_some() {
+            return;
+        }
+        if let Some(r) = &mut f.routed {
+            let rng = &mut self.rng;
+            r.lb.on_nack(now, &mut || (rng.next_u64() >> 32) as u32);
+        }
+        let Some(ec) = &f.ec else { return };
+        if ec.tx_complete[block] {
+            return;
+        }
+        let code = ec.code;
+        let in_block = |seq: u64| code.locate(seq / mtu).0 as usize == block;
+        let (mut keep, mut resend) = (VecDeque::new(), Vec::new());
+        for s in f.outstanding.drain(..) {
+            if in_block(s.seq) {
+                resend.push(s);
+            } else {
+                keep.push_back(s);
+            }
+        }
+        f.outstanding = keep;
+        for s in resend.into_iter().rev() {
+            f.inflight -= s.size as u64;
+            if !f.retx.iter().any(|&(q, _)| q == s.seq) {
+                f.retx.push_front((s.seq, s.size));
+            }
+        }
+        self.try_send(i);
+    }
+
+    /// RACK: every outstanding packet sent before the newest one delivered
+    /// is lost once `rack_rtt + reo_wnd` has passed since it was sent; the
+    /// earliest of the others arms the reordering timer.
+    fn rack_detect(&mut self, i: usize) {
+        let now = self.now;
+        let f = &mut self.flows[i];
+        let (xmit, wait) = (f.rack_xmit_ns, f.rack_rtt_ns + f.reo_wnd_ns());
+        let params = &self.params[f.params];
+        let mut k = 0;
+        let mut next_timer = None;
+        while k < f.outstanding.len() {
+            let s = f.outstanding[k];
+            if s.send_time >= xmit {
+                break; // sent as late as the newest delivered: not yet
+            }
+            if now >= s.send_time + wait {
+                f.outstanding.remove(k);
+                f.inflight -= s.size as u64;
+                f.retx.push_back((s.seq, s.size));
+                f.losses += 1;
+                let cc = f.cc.as_mut().expect("started");
+                cc.on_event(params, Event::Loss { bytes: s.size }, now + CLOCK_BASE_NS);
+                if self.trace == Some(i) {
+                    eprintln!("trace t={:.3}ms flow={} loss cwnd -> {}", now as f64 / 1e6, f.name, cc.cwnd());
+                }
+            } else {
+                next_timer.get_or_insert(s.send_time + wait);
+                k += 1;
+            }
+        }
+        if let Some(t) = next_timer {
+            if f.rack_timer_at.map_or(true, |a| a > t || a < now) {
+                f.rack_timer_at = Some(t);
+                self.at(t, Ev::RackTimer(i as u32));
+            }
+        }
+    }
+
     fn ack_arrive(&mut self, p: Pkt) {
         let now = self.now;
         let i = p.flow as usize;
+        let mtu = self.mtu as u64;
         let f = &mut self.flows[i];
         if f.finish_ns.is_some() || !f.started {
             return;
         }
-        // Find the acked packet; everything sent before it and still
-        // outstanding was dropped (FIFO paths).
-        let Some(pos) = f.outstanding.iter().position(|s| s.seq == p.seq && s.send_time == p.send_time) else {
-            return; // already declared lost by an RTO: ignore the late ACK
-        };
-        let params = &self.params[f.params];
-        let limited = f.is_cwnd_limited(f.cc.as_ref().expect("started"));
-        let cc = f.cc.as_mut().expect("started");
-        for _ in 0..pos {
-            let lost = f.outstanding.pop_front().expect("pos < len");
-            f.inflight -= lost.size as u64;
-            f.retx.push_back((lost.seq, lost.size));
-            f.losses += 1;
-            cc.on_event(params, Event::Loss { bytes: lost.size }, now + CLOCK_BASE_NS);
-            if self.trace == Some(i) {
-                eprintln!("trace t={:.3}ms flow={} loss cwnd -> {}", now as f64 / 1e6, f.name, cc.cwnd());
+        if p.flow_done {
+            // UnoRC: the receiver has every block.
+            f.finish_ns = Some(now);
+            return;
+        }
+        if let (true, Some(ec)) = (p.block_done, &mut f.ec) {
+            let block = ec.code.locate(p.seq / mtu).0;
+            if !ec.tx_complete[block as usize] {
+                ec.tx_complete[block as usize] = true;
+                // The block's other packets are no longer waited for.
+                let code = ec.code;
+                let before = f.outstanding.len();
+                let mut freed = 0;
+                f.outstanding.retain(|s| {
+                    let other = code.locate(s.seq / mtu).0 == block && !(s.seq == p.seq && s.send_time == p.send_time);
+                    if other {
+                        freed += s.size as u64;
+                    }
+                    !other
+                });
+                if f.outstanding.len() != before {
+                    f.inflight -= freed;
+                }
             }
         }
-        let s = f.outstanding.pop_front().expect("found");
+        let Some(pos) = f.outstanding.iter().position(|s| s.seq == p.seq && s.send_time == p.send_time) else {
+            // Declared lost before it was delivered: reordering, unless an
+            // RTO (which presumes everything lost) sent it away.
+            if p.send_time >= f.last_rto_ns && self.loss_recovery == LossRecovery::Rack {
+                f.spurious += 1;
+                f.reord_seen = true;
+            }
+            return;
+        };
+        let limited = f.is_cwnd_limited(f.cc.as_ref().expect("started"));
+        let s = f.outstanding.remove(pos).expect("found");
+        let rtt = now - s.send_time;
+        // RACK: the most recently sent packet delivered, and its RTT.
+        if s.send_time >= f.rack_xmit_ns {
+            f.rack_xmit_ns = s.send_time;
+            f.rack_rtt_ns = rtt;
+        }
+        f.min_rtt_ns = f.min_rtt_ns.min(rtt);
+        if self.loss_recovery == LossRecovery::Rack {
+            self.rack_detect(i);
+        }
+        let f = &mut self.flows[i];
+        let params = &self.params[f.params];
+        if let Some(r) = &mut f.routed {
+            let rng = &mut self.rng;
+            r.lb.on_ack(now, s.send_time, p.entropy, p.ce, &mut || (rng.next_u64() >> 32) as u32);
+        }
+        let cc = f.cc.as_mut().expect("started");
         f.inflight -= s.size as u64;
         f.delivered += s.size as u64;
         f.rwnd = f.rwnd.saturating_add(s.size as u64).min(f.rwnd_max);
@@ -741,7 +1163,6 @@ impl Sim {
         if p.ce {
             f.marked_acks += 1;
         }
-        let rtt = now - s.send_time;
         f.last_rtt_ns = rtt;
         f.srtt_ns += (rtt as f64 - f.srtt_ns) / 8.0;
         f.last_progress_ns = now;
@@ -775,10 +1196,12 @@ impl Sim {
                 eprintln!("state {cc:?}");
             }
         }
-        if let Some(size) = f.size {
-            if f.delivered >= size {
-                f.finish_ns = Some(now);
-                return;
+        if f.ec.is_none() {
+            if let Some(size) = f.size {
+                if f.delivered >= size {
+                    f.finish_ns = Some(now);
+                    return;
+                }
             }
         }
         self.try_send(i);
@@ -792,24 +1215,43 @@ impl Sim {
             f.rto_armed = false;
             return;
         }
-        let deadline = f.last_progress_ns + rto;
+        // RACK: the flow's timer runs from its last progress; the artifact's
+        // transport: one timer per packet, from its send.
+        let per_packet = self.loss_recovery == LossRecovery::Timeout;
+        let deadline = if per_packet { f.outstanding.front().expect("non-empty").send_time + rto } else { f.last_progress_ns + rto };
         if now < deadline {
             self.at(deadline, Ev::RtoCheck(i as u32));
             return;
         }
-        // Timeout: everything outstanding is presumed lost.
         f.rtos += 1;
+        f.last_rto_ns = now;
         let params = &self.params[f.params];
-        f.cc.as_mut().expect("started").on_event(params, Event::Rto, now + CLOCK_BASE_NS);
-        let lost: Vec<_> = f.outstanding.drain(..).map(|s| (s.seq, s.size)).collect();
+        if self.rto_window_cut {
+            f.cc.as_mut().expect("started").on_event(params, Event::Rto, now + CLOCK_BASE_NS);
+        }
+        if let Some(r) = &mut f.routed {
+            let rng = &mut self.rng;
+            r.lb.on_timeout(now, &mut || (rng.next_u64() >> 32) as u32);
+        }
+        // Lost: everything outstanding (RACK), or every packet sent one RTO
+        // ago or earlier (per-packet timers).
+        let cut = if per_packet { f.outstanding.iter().take_while(|s| s.send_time + rto <= now).count() } else { f.outstanding.len() };
+        let lost: Vec<_> = f.outstanding.drain(..cut).map(|s| (s.seq, s.size)).collect();
+        for &(_, size) in &lost {
+            f.inflight -= size as u64;
+        }
         for l in lost.into_iter().rev() {
             f.retx.push_front(l);
         }
-        f.inflight = 0;
         f.last_progress_ns = now;
-        f.srtt_ns *= 2.0; // back off
-        let rto = self.rto_ns(i);
-        self.at(now + rto, Ev::RtoCheck(i as u32));
+        let next = if per_packet {
+            f.outstanding.front().map_or(now + rto, |s| s.send_time + rto).max(now + 1)
+        } else {
+            f.inflight = 0;
+            f.srtt_ns *= 2.0; // back off
+            now + self.rto_ns(i)
+        };
+        self.at(next, Ev::RtoCheck(i as u32));
         self.try_send(i);
     }
 
@@ -822,13 +1264,23 @@ impl Sim {
         s.pacing.push(self.flows.iter().map(|f| f.pacing_rate().unwrap_or(0)).collect());
         s.active.push(self.flows.iter().map(|f| f.active()).collect());
         s.losses.push(self.flows.iter().map(|f| f.losses).collect());
-        s.qlen.push(self.queues.iter().map(|q| q.bytes).collect());
-        s.tx_bytes.push(self.queues.iter().map(|q| q.tx_bytes).collect());
-        s.drops.push(self.queues.iter().map(|q| q.drops).collect());
+        let reported = || self.queues.iter().filter(|q| q.report);
+        s.qlen.push(reported().map(|q| q.bytes).collect());
+        s.tx_bytes.push(reported().map(|q| q.tx_bytes).collect());
+        s.drops.push(reported().map(|q| q.drops).collect());
     }
 
     pub fn link_rate_bps(&self, q: usize) -> f64 {
         self.queues[q].rate_bps
+    }
+    /// A routed flow's "src>dst" hosts.
+    pub fn hosts_of(&self, i: usize) -> Option<String> {
+        let r = self.flows[i].routed.as_ref()?;
+        Some(format!("{}>{}", self.node_names[r.src as usize], self.node_names[r.dst as usize]))
+    }
+    /// The queues in reports and time series, in order.
+    pub fn reported_queues(&self) -> impl Iterator<Item = (usize, &Queue)> {
+        self.queues.iter().enumerate().filter(|(_, q)| q.report)
     }
     pub fn measure_from_ns(&self) -> u64 {
         self.measure_from_ns

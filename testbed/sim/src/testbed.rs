@@ -500,6 +500,7 @@ impl TestbedScenario {
             presets: BTreeMap::new(),
             queue_overrides: BTreeMap::new(),
             queues,
+            topology: None,
             flows,
             sample_interval_us: self.sample_ms as f64 * 1e3,
             fairness_window_ms: xdcc_metrics::BIN_S * 1e3,
@@ -513,6 +514,9 @@ impl TestbedScenario {
             // The modules pace at cwnd/srtt (`sk_pacing_rate`) after slow start.
             window_pacing_gain: 1.0,
             receive_window: Some(LINUX_RECEIVE_WINDOW),
+            loss_recovery: Default::default(),
+            rto_us: None,
+            rto_window_cut: true,
         };
         sc.validate()?;
         point.scenario = Some(sc);
@@ -636,6 +640,10 @@ impl<'a> Net<'a> {
             host_rate_gbps: Some(self.t.dc.rate_mbit as f64 / 1e3),
             cc: None,
             params: BTreeMap::new(),
+            src: None,
+            dst: None,
+            lb: None,
+            ec: None,
         })
     }
 
