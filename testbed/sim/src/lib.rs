@@ -23,6 +23,7 @@ use anyhow::{Context, Result};
 
 pub use cc::CcKind;
 pub use metrics::{FlowReport, QueueReport, RunReport};
+pub use scenario::LbSpec;
 pub use xdcc_metrics::{jain, mean_ci95};
 pub use scenario::Scenario;
 pub use sim::{Series, CLOCK_BASE_NS};
@@ -136,6 +137,25 @@ pub fn table(reports: &[RunReport]) -> String {
             out.push_str(&format!(" {:>12.1}", r.group_mean_rate_mbps.get(g).copied().unwrap_or(0.0)));
         }
         out.push('\n');
+    }
+    // Sized flows: completion times per group.
+    for r in reports {
+        for g in &groups {
+            let sized: Vec<&FlowReport> = r.flows.iter().filter(|f| &f.group == g && f.size_kb.is_some()).collect();
+            if sized.is_empty() {
+                continue;
+            }
+            let fct: Vec<f64> = sized.iter().filter_map(|f| f.fct_ms).collect();
+            let (mean, p99) = (xdcc_metrics::mean(&fct), xdcc_metrics::percentile(&fct, 99.0));
+            out.push_str(&format!(
+                "{:<8} fct {g}: {}/{} done, mean {} ms, p99 {} ms\n",
+                r.cc,
+                fct.len(),
+                sized.len(),
+                mean.map_or("-".into(), |m| format!("{m:.3}")),
+                p99.map_or("-".into(), |m| format!("{m:.3}")),
+            ));
+        }
     }
     out
 }

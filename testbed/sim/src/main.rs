@@ -52,6 +52,15 @@ enum Cmd {
         /// what it measured on the real hosts).
         #[arg(long, value_name = "US")]
         host_delay_us: Option<f64>,
+        /// Load balancer of every routed flow group, overriding the file's:
+        /// ecmp, spray, plb (PLB's paper: 50 %, 3 rounds, timeouts),
+        /// plb-artifact (the Uno artifact's: 25 %, 2 rounds, timeouts and
+        /// NACKs at most once per RTO) or unolb.
+        #[arg(long, value_name = "KIND")]
+        lb: Option<String>,
+        /// Turn UnoRC erasure coding off in every flow group that has it.
+        #[arg(long)]
+        no_ec: bool,
     },
     /// Check a scenario file and print it back normalized.
     Check { scenario: PathBuf },
@@ -79,7 +88,7 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
-        Cmd::Run { scenario, cc, out, json, set, seeds, duration, preset, host_delay_us } => {
+        Cmd::Run { scenario, cc, out, json, set, seeds, duration, preset, host_delay_us, lb, no_ec } => {
             let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;
             if xdcc_sim::testbed::is_testbed_format(&text) {
                 if !preset.is_empty() {
@@ -87,6 +96,9 @@ fn run(cli: Cli) -> Result<()> {
                 }
                 if host_delay_us.is_some() {
                     anyhow::bail!("--host-delay-us is for simulator scenarios (a testbed scenario's hosts are the VM's)");
+                }
+                if lb.is_some() || no_ec {
+                    anyhow::bail!("--lb and --no-ec are for simulator scenarios with a [topology]");
                 }
                 return run_testbed(&scenario, &cc, out.as_deref(), json, &set, seeds, duration);
             }
@@ -103,6 +115,21 @@ fn run(cli: Cli) -> Result<()> {
             }
             if let Some(h) = host_delay_us {
                 sc.host_delay_us = h;
+            }
+            if lb.is_some() || no_ec {
+                let Some(t) = &sc.topology else {
+                    anyhow::bail!("--lb and --no-ec need a scenario with a [topology] (routed flows)");
+                };
+                let _ = t;
+                let spec = lb.as_deref().map(|k| xdcc_sim::scenario::LbSpec::named(k, sc.rto_us)).transpose()?;
+                for f in &mut sc.flows {
+                    if let Some(s) = &spec {
+                        f.lb = Some(s.clone());
+                    }
+                    if no_ec {
+                        f.ec = None;
+                    }
+                }
             }
             apply_sets(&mut sc, &set)?;
             if seeds > 1 {

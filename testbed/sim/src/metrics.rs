@@ -35,6 +35,9 @@ pub struct FlowReport {
     pub cc: String,
     pub rtt_us: f64,
     pub start_ms: f64,
+    /// Size of a sized flow (its data; UnoRC's parity not counted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_kb: Option<f64>,
     /// Completion time for sized flows.
     pub fct_ms: Option<f64>,
     pub delivered_mb: f64,
@@ -184,6 +187,7 @@ pub(crate) fn report(
                 cc: f.kind.name().to_string(),
                 rtt_us: f.rtt_ns as f64 / 1e3,
                 start_ms: f.start_ns as f64 / 1e6,
+                size_kb: f.data_bytes.map(|b| b as f64 / 1e3),
                 fct_ms: f.finish_ns.map(|t| (t - f.start_ns) as f64 / 1e6),
                 delivered_mb: f.delivered as f64 / 1e6,
                 mean_rate_mbps: d_to.saturating_sub(d_from) as f64 * 8.0 / measured_ns * 1e3,

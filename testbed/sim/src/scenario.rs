@@ -302,6 +302,18 @@ pub struct FlowSpec {
     pub src: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dst: Option<String>,
+    /// Routed flows, instead of `src` and `dst`: one "src>dst" host pair per
+    /// flow (`count` must then be the number of pairs), e.g. a traffic
+    /// matrix's `["a.15>b.119", "a.0>b.1"]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<String>,
+    /// Routed flows: the pairs, size and start of an htsim connection
+    /// matrix (`src->dst id N start <µs> size <bytes>` lines; hosts
+    /// 0..H-1 are DC a's, H.. DC b's), relative to the scenario file; read
+    /// when the file is loaded (into `pairs`, `count`, `size_kb`,
+    /// `start_ms`, which it must then not set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tm: Option<String>,
     /// Routed flows: how packets choose their path (default: ECMP, one path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lb: Option<LbSpec>,
@@ -333,6 +345,43 @@ pub struct FlowSpec {
 
 fn one_u32() -> u32 {
     1
+}
+
+/// An htsim connection matrix (`Nodes N`, `Connections M`, then
+/// `src->dst id N start <µs> size <bytes>`): host pairs as `a.i>b.j`
+/// (hosts `per_dc` and up are DC b's), and the one size (bytes) and start
+/// (µs) all its flows share.
+pub fn read_connection_matrix(text: &str, per_dc: u32) -> Result<(Vec<String>, u64, f64)> {
+    let host = |n: &str| -> Result<String> {
+        let i: u32 = n.parse().map_err(|_| anyhow::anyhow!("{n:?} is not a host number"))?;
+        if i >= 2 * per_dc {
+            bail!("host {i}: the topology has {} hosts", 2 * per_dc);
+        }
+        Ok(if i < per_dc { format!("a.{i}") } else { format!("b.{}", i - per_dc) })
+    };
+    let (mut pairs, mut size, mut start) = (Vec::new(), None, None);
+    for (n, line) in text.lines().enumerate() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.is_empty() || w[0] == "Nodes" || w[0] == "Connections" {
+            continue;
+        }
+        let at = || format!("line {}", n + 1);
+        let (Some((a, b)), Some(i_start), Some(i_size)) =
+            (w[0].split_once("->"), w.iter().position(|&x| x == "start"), w.iter().position(|&x| x == "size"))
+        else {
+            bail!("{}: expected \"src->dst id N start <us> size <bytes>\"", at());
+        };
+        let st: f64 = w.get(i_start + 1).and_then(|v| v.parse().ok()).ok_or_else(|| anyhow::anyhow!("{}: bad start", at()))?;
+        let sz: u64 = w.get(i_size + 1).and_then(|v| v.parse().ok()).ok_or_else(|| anyhow::anyhow!("{}: bad size", at()))?;
+        if *size.get_or_insert(sz) != sz || *start.get_or_insert(st) != st {
+            bail!("{}: every flow of one group must have the same size and start (split the matrix)", at());
+        }
+        pairs.push(format!("{}>{}", host(a).with_context(at)?, host(b).with_context(at)?));
+    }
+    let (Some(size), Some(start)) = (size, start) else {
+        bail!("no connections");
+    };
+    Ok((pairs, size, start))
 }
 
 /// A routed flow's load balancer (`xdcc_multipath::lb`).
@@ -379,6 +428,25 @@ fn ten() -> u8 {
 }
 
 impl LbSpec {
+    /// A balancer by name: ecmp, spray, plb (PLB's paper), plb-artifact
+    /// (the Uno artifact's PLB; its NACK/timeout interval is the scenario's
+    /// fixed RTO, or 2432 µs) or unolb.
+    pub fn named(kind: &str, rto_us: Option<f64>) -> Result<Self> {
+        Ok(match kind {
+            "ecmp" => LbSpec::Ecmp,
+            "spray" => LbSpec::Spray,
+            "plb" => LbSpec::Plb { congested_frac: 0.5, congested_rounds: 3, move_on_nack: false, min_move_interval_us: 0.0 },
+            "plb-artifact" => LbSpec::Plb {
+                congested_frac: 0.25,
+                congested_rounds: 2,
+                move_on_nack: true,
+                min_move_interval_us: rto_us.unwrap_or(2432.0),
+            },
+            "unolb" => LbSpec::Unolb { subflows: 10, prefer_recent: false },
+            other => bail!("load balancer {other:?}: expected ecmp, spray, plb, plb-artifact or unolb"),
+        })
+    }
+
     pub fn strategy(&self) -> Result<xdcc_multipath::Strategy> {
         use xdcc_multipath::{PlbConfig, Strategy, UnoLbConfig};
         let s = match *self {
@@ -408,7 +476,9 @@ impl LbSpec {
 
 /// UnoRC (`xdcc_multipath::ec`): blocks of `data` + `parity` packets; the
 /// receiver NACKs a block still incomplete `nack_timeout_us` after its
-/// first packet.
+/// first packet (`retx_nack_timeout_us` when that packet was a
+/// retransmission; default the same). The artifact: 640 µs and 1.05 ×
+/// the base RTT for inter-DC flows.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct EcSpec {
@@ -417,6 +487,8 @@ pub struct EcSpec {
     #[serde(default = "two")]
     pub parity: u8,
     pub nack_timeout_us: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retx_nack_timeout_us: Option<f64>,
 }
 
 fn eight() -> u8 {
@@ -430,10 +502,16 @@ impl EcSpec {
     pub fn code(&self) -> Result<xdcc_multipath::BlockCode> {
         let c = xdcc_multipath::BlockCode { data: self.data, parity: self.parity };
         c.check().map_err(|e| anyhow::anyhow!("{e}"))?;
-        if !(self.nack_timeout_us.is_finite() && self.nack_timeout_us > 0.0) {
-            bail!("ec.nack_timeout_us must be a positive number");
+        for v in [self.nack_timeout_us, self.retx_nack_timeout_us()] {
+            if !(v.is_finite() && v > 0.0 && v <= 1e7) {
+                bail!("ec.nack_timeout_us and retx_nack_timeout_us must be within (0, 1e7]");
+            }
         }
         Ok(c)
+    }
+
+    pub fn retx_nack_timeout_us(&self) -> f64 {
+        self.retx_nack_timeout_us.unwrap_or(self.nack_timeout_us)
     }
 }
 
@@ -479,7 +557,28 @@ impl Scenario {
 
     pub fn from_file(path: &std::path::Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        Self::from_toml(&text).with_context(|| format!("in {}", path.display()))
+        let mut s: Scenario = toml::from_str(&text).map_err(|e| anyhow::anyhow!("scenario: {e}")).with_context(|| format!("in {}", path.display()))?;
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        let per_dc = s.topology.as_ref().map(|t| t.hosts_per_dc());
+        for f in &mut s.flows {
+            if let Some(tm) = f.tm.take() {
+                let Some(per_dc) = per_dc else {
+                    bail!("flows.{}.tm needs a [topology]", f.name);
+                };
+                if !f.pairs.is_empty() || f.src.is_some() || f.dst.is_some() || f.size_kb.is_some() || f.start_ms != 0.0 || f.count != 1 {
+                    bail!("flows.{}: tm gives the pairs, count, size and start: set none of them", f.name);
+                }
+                let file = dir.join(&tm);
+                let text = std::fs::read_to_string(&file).with_context(|| format!("flows.{}.tm: reading {}", f.name, file.display()))?;
+                let (pairs, size, start) = read_connection_matrix(&text, per_dc).with_context(|| format!("flows.{}.tm: {}", f.name, file.display()))?;
+                f.count = pairs.len() as u32;
+                f.pairs = pairs;
+                f.size_kb = Some(size as f64 / 1e3);
+                f.start_ms = start / 1e3;
+            }
+        }
+        s.validate().with_context(|| format!("in {}", path.display()))?;
+        Ok(s)
     }
 
     /// What the algorithms derive their defaults from.
@@ -615,15 +714,35 @@ impl Scenario {
             if f.count == 0 || f.count > 10_000 {
                 bail!("flows.{}.count must be within 1..=10000", f.name);
             }
+            if f.tm.is_some() {
+                bail!("flows.{}.tm: a connection matrix is read when a scenario file is loaded (Scenario::from_file)", f.name);
+            }
             if let Some(t) = &self.topology {
                 if !f.path.is_empty() || f.rtt_us != 0.0 {
                     bail!("flows.{}: a routed flow has src and dst, not path or rtt_us (its links make its RTT)", f.name);
                 }
-                let (Some(src), Some(dst)) = (&f.src, &f.dst) else {
-                    bail!("flows.{}: a routed flow needs src and dst (a host such as \"a.3\" or a DC such as \"b\")", f.name);
-                };
-                for h in [src, dst] {
-                    crate::topology::check_endpoint(t, h).with_context(|| format!("flows.{}", f.name))?;
+                if !f.pairs.is_empty() {
+                    if f.src.is_some() || f.dst.is_some() || f.pairs.len() != f.count as usize {
+                        bail!("flows.{}: pairs replace src and dst, one per flow (count = {})", f.name, f.pairs.len());
+                    }
+                    for pair in &f.pairs {
+                        let Some((a, b)) = pair.split_once('>') else {
+                            bail!("flows.{}.pairs: {pair:?} is not \"src>dst\"", f.name);
+                        };
+                        for h in [a, b] {
+                            if !h.contains('.') {
+                                bail!("flows.{}.pairs: {h:?} is not a host (such as \"a.3\")", f.name);
+                            }
+                            crate::topology::check_endpoint(t, h).with_context(|| format!("flows.{}.pairs", f.name))?;
+                        }
+                    }
+                } else {
+                    let (Some(src), Some(dst)) = (&f.src, &f.dst) else {
+                        bail!("flows.{}: a routed flow needs src and dst (a host such as \"a.3\" or a DC such as \"b\"), or pairs", f.name);
+                    };
+                    for h in [src, dst] {
+                        crate::topology::check_endpoint(t, h).with_context(|| format!("flows.{}", f.name))?;
+                    }
                 }
                 if let Some(lb) = &f.lb {
                     lb.strategy().with_context(|| format!("flows.{}", f.name))?;
@@ -635,8 +754,8 @@ impl Scenario {
                     }
                 }
             } else {
-                if f.src.is_some() || f.dst.is_some() || f.lb.is_some() || f.ec.is_some() {
-                    bail!("flows.{}: src, dst, lb and ec need a [topology]", f.name);
+                if f.src.is_some() || f.dst.is_some() || !f.pairs.is_empty() || f.lb.is_some() || f.ec.is_some() {
+                    bail!("flows.{}: src, dst, pairs, lb and ec need a [topology]", f.name);
                 }
                 pos(&format!("flows.{}.rtt_us", f.name), f.rtt_us)?;
                 if f.path.is_empty() {

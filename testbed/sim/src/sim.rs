@@ -88,6 +88,8 @@ struct Pkt {
     /// UnoRC: this packet completed its block / the flow (carried by its ACK).
     block_done: bool,
     flow_done: bool,
+    /// A retransmission (UnoRC: it carries the longer NACK wait).
+    retx: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -313,6 +315,7 @@ struct FlowEc {
     /// neither retransmitted nor waited for.
     tx_complete: Vec<bool>,
     nack_timeout_ns: u64,
+    retx_nack_timeout_ns: u64,
     /// NACKs the receiver sent.
     nacks: u64,
 }
@@ -333,6 +336,8 @@ pub(crate) struct Flow {
     pub start_ns: u64,
     pub stop_ns: Option<u64>,
     pub size: Option<u64>,
+    /// The scenario's size (`size` less UnoRC's parity).
+    pub data_bytes: Option<u64>,
     snd_nxt: u64,
     pub delivered: u64,
     inflight: u64,
@@ -596,7 +601,8 @@ impl Sim {
                     first_rate = queues[path[0] as usize].rate_bps;
                 }
                 let host = g.host_rate_gbps.map_or(first_rate, |r| r * 1e9);
-                let mut size = g.size_kb.map(|s| (s * 1000.0).round().max(1.0) as u64);
+                let data_bytes = g.size_kb.map(|s| (s * 1000.0).round().max(1.0) as u64);
+                let mut size = data_bytes;
                 let ec = code.map(|code| {
                     // Whole MTU packets, parity on top (`size` is then what is sent).
                     let data_packets = size.unwrap_or(0).div_ceil(mtu as u64);
@@ -609,6 +615,7 @@ impl Sim {
                         rx_complete: 0,
                         tx_complete: vec![false; blocks as usize],
                         nack_timeout_ns: ns(g.ec.as_ref().expect("code").nack_timeout_us, 1e3),
+                        retx_nack_timeout_ns: ns(g.ec.as_ref().expect("code").retx_nack_timeout_us(), 1e3),
                         nacks: 0,
                     }
                 });
@@ -619,14 +626,16 @@ impl Sim {
                     params: pi,
                     cc: None,
                     path: path.clone(),
-                    hop_delay_ns: rtt / 2 / hops,
-                    ack_delay_ns: rtt - rtt / 2 / hops * hops,
+                    // (Routed flows: their links' own delays, on the way.)
+                    hop_delay_ns: if routed.is_some() { 0 } else { rtt / 2 / hops },
+                    ack_delay_ns: if routed.is_some() { 0 } else { rtt - rtt / 2 / hops * hops },
                     last_ack_arrival_ns: 0,
                     host_rate_bps: host,
                     rtt_ns: rtt,
                     start_ns: start,
                     stop_ns: g.stop_ms.map(|s| ns(s, 1e6)),
                     size,
+                    data_bytes,
                     snd_nxt: 0,
                     delivered: 0,
                     inflight: 0,
@@ -849,6 +858,7 @@ impl Sim {
                 prop_ns: 0,
                 block_done: false,
                 flow_done: false,
+                retx: !is_new,
             };
             let q0 = match &mut f.routed {
                 None => f.path[0],
@@ -974,8 +984,9 @@ impl Sim {
             let needed = ec.code.data_in(block, ec.data_packets);
             let blocks = ec.rx.len() as u64;
             let rx = &mut ec.rx[block as usize];
-            let first = rx.received() == 0;
-            match rx.on_packet(pos, needed, now) {
+            let armed = rx.nack_due_ns();
+            let wait = if p.retx { ec.retx_nack_timeout_ns } else { ec.nack_timeout_ns };
+            match rx.on_packet(pos, needed, now, wait) {
                 RxOutcome::Completed => {
                     p.block_done = true;
                     ec.rx_complete += 1;
@@ -985,8 +996,7 @@ impl Sim {
                 RxOutcome::AlreadyComplete => p.block_done = true,
                 RxOutcome::Counted | RxOutcome::Duplicate => {}
             }
-            if first && !rx.complete() {
-                let t = now + ec.nack_timeout_ns;
+            if let (None, Some(t)) = (armed, rx.nack_due_ns()) {
                 self.at(t, Ev::NackTimer(i as u32, block as u32));
             }
         }
@@ -1004,20 +1014,18 @@ impl Sim {
     }
 
     /// UnoRC: the receiver's timer of a block; a block still incomplete is
-    /// NACKed (the NACK takes the flow's one-way base delay back) and the
-    /// timer restarts.
+    /// NACKed once (the NACK takes the flow's one-way base delay back; the
+    /// block's next packet re-arms the timer).
     fn nack_timer(&mut self, i: usize, block: usize) {
         let now = self.now;
         let f = &mut self.flows[i];
         let back = f.rtt_ns / 2;
         let Some(ec) = &mut f.ec else { return };
-        let timeout = ec.nack_timeout_ns;
-        if f.finish_ns.is_some() || !ec.rx[block].on_timer(now, timeout) {
+        if f.finish_ns.is_some() || !ec.rx[block].on_timer(now) {
             return;
         }
         ec.nacks += 1;
         self.at(now + back, Ev::NackArrive(i as u32, block as u32));
-        self.at(now + timeout, Ev::NackTimer(i as u32, block as u32));
     }
 
     /// UnoRC: a block NACK reaches the sender, which moves its load balancer
@@ -1239,6 +1247,9 @@ impl Sim {
         let lost: Vec<_> = f.outstanding.drain(..cut).map(|s| (s.seq, s.size)).collect();
         for &(_, size) in &lost {
             f.inflight -= size as u64;
+        }
+        if per_packet {
+            f.losses += lost.len() as u64;
         }
         for l in lost.into_iter().rev() {
             f.retx.push_front(l);

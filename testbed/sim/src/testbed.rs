@@ -642,6 +642,8 @@ impl<'a> Net<'a> {
             params: BTreeMap::new(),
             src: None,
             dst: None,
+            pairs: Vec::new(),
+            tm: None,
             lb: None,
             ec: None,
         })

@@ -84,7 +84,8 @@ pub struct TopologySpec {
     pub border_marking: Option<Marking>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub border_phantom: Option<Phantom>,
-    /// Loss on the border links, both directions.
+    /// Loss on every link of a border switch (the border links and the
+    /// cores' links to it, both directions: the artifact's "BORDER" queues).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub border_loss: Option<LossModel>,
     /// Links that fail (black holes).
@@ -253,6 +254,7 @@ impl Graph {
     }
 }
 
+#[derive(Clone)]
 struct Tier {
     rate_bps: f64,
     latency_ns: u64,
@@ -358,9 +360,12 @@ impl TopologySpec {
             if self.kind == TopologyKind::Interdc {
                 let b = g.node(format!("{dc}.border"));
                 let n = self.core_border_links.unwrap_or(self.k);
+                // (The border switch's links to its cores carry the border's
+                // loss model too, as the artifact's "BORDER" queues.)
+                let to_border = Tier { loss: self.border_loss.clone(), ..intra.clone() };
                 for c in cores {
                     for i in 0..n {
-                        g.link(c, b, &intra, &if n > 1 { format!("#{i}") } else { String::new() });
+                        g.link(c, b, &to_border, &if n > 1 { format!("#{i}") } else { String::new() });
                     }
                 }
                 borders.push(b);
@@ -462,6 +467,20 @@ pub(crate) fn endpoints(g: &Graph, f: &crate::scenario::FlowSpec, seed: u64) -> 
         }
         Ok(hosts)
     };
+    if !f.pairs.is_empty() {
+        return f
+            .pairs
+            .iter()
+            .map(|p| {
+                let (a, b) = p.split_once('>').unwrap_or_default();
+                match (g.hosts.get(a), g.hosts.get(b)) {
+                    (Some(&s), Some(&d)) if s != d => Ok((s, d)),
+                    (Some(_), Some(_)) => bail!("pair {p:?} sends to itself"),
+                    _ => bail!("pair {p:?}: no such host"),
+                }
+            })
+            .collect();
+    }
     let (src, dst) = (f.src.as_deref().unwrap_or_default(), f.dst.as_deref().unwrap_or_default());
     let s = pick(src)?;
     let mut d = pick(dst)?;
