@@ -108,7 +108,7 @@ pub fn write_report(dir: &Path, r: &RunReport) -> Result<()> {
     let d = dir.join(&r.cc);
     std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     std::fs::write(d.join("summary.json"), serde_json::to_string_pretty(r)?)?;
-    std::fs::write(d.join("timeseries.csv"), &r.series_csv)?;
+    std::fs::write(d.join("timeseries.csv"), r.series_csv())?;
     Ok(())
 }
 

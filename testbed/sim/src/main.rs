@@ -246,7 +246,7 @@ fn run_testbed(path: &std::path::Path, cc: &[String], out: Option<&std::path::Pa
                 let sub = dir.join(if p.label.is_empty() { p.entry.clone() } else { format!("{}-{}", p.entry, p.label) });
                 std::fs::create_dir_all(&sub)?;
                 std::fs::write(sub.join("summary.json"), serde_json::to_string_pretty(&r)?)?;
-                std::fs::write(sub.join("timeseries.csv"), &r.series_csv)?;
+                std::fs::write(sub.join("timeseries.csv"), r.series_csv())?;
             }
         }
     }

@@ -90,8 +90,11 @@ pub struct RunReport {
     pub packets: u64,
     pub wall_s: f64,
     pub sim_packets_per_sec: f64,
+    /// Sampling period of `samples` (ns), and the fairness window in samples.
     #[serde(skip)]
-    pub series_csv: String,
+    pub sample_ns: u64,
+    #[serde(skip)]
+    pub window_samples: usize,
     #[serde(skip)]
     pub jain_series: Vec<(f64, Option<f64>)>,
     /// The raw samples (per sample, per flow / per queue).
@@ -238,30 +241,40 @@ pub(crate) fn report(
         packets: sim.packets_sent,
         wall_s,
         sim_packets_per_sec: sim.packets_sent as f64 / wall_s.max(1e-9),
-        series_csv: series_csv(sim, &jain_series, w),
+        sample_ns: sim.sample_ns(),
+        window_samples: w,
         jain_series,
         samples: sim.series.clone(),
         flow_names: sim.flows.iter().map(|f| f.name.clone()).collect(),
     }
 }
 
-fn series_csv(sim: &Sim, jain: &[(f64, Option<f64>)], w: usize) -> String {
-    let s = &sim.series;
+impl RunReport {
+    /// The time series as CSV (`timeseries.csv`): per sample, Jain's index,
+    /// every reported queue's length and every flow's rate, window, RTT and
+    /// pacing rate. Built on demand: it is most of a big run's report cost.
+    pub fn series_csv(&self) -> String {
+        series_csv(self)
+    }
+}
+
+fn series_csv(r: &RunReport) -> String {
+    let (s, jain, w) = (&r.samples, &r.jain_series, r.window_samples);
     let mut out = String::from("t_ms,jain");
-    for (_, q) in sim.reported_queues() {
+    for q in &r.queues {
         let _ = write!(out, ",qlen_kb_{}", q.name);
     }
-    for f in &sim.flows {
-        let _ = write!(out, ",rate_mbps_{0},cwnd_kb_{0},rtt_us_{0},pacing_mbps_{0}", f.name);
+    for f in &r.flow_names {
+        let _ = write!(out, ",rate_mbps_{0},cwnd_kb_{0},rtt_us_{0},pacing_mbps_{0}", f);
     }
     out.push('\n');
-    let dt = sim.sample_ns() as f64;
+    let dt = r.sample_ns as f64;
     for k in 0..s.t_ns.len() {
         let _ = write!(out, "{:.3},{}", s.t_ns[k] as f64 / 1e6, jain[k].1.map_or(String::new(), |j| format!("{j:.4}")));
         for v in &s.qlen[k] {
             let _ = write!(out, ",{:.1}", *v as f64 / 1000.0);
         }
-        for i in 0..sim.flows.len() {
+        for i in 0..r.flow_names.len() {
             let back = k.min(w.min(k));
             let rate = if k > 0 {
                 (s.delivered[k][i] - s.delivered[k - back.max(1)][i]) as f64 * 8.0 / (dt * back.max(1) as f64) * 1e3

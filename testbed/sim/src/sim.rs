@@ -94,10 +94,12 @@ struct Pkt {
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
-    QueueArrive(u16, Pkt),
+    // (Packets in flight wait in `Sim::in_flight`; the heap holds their
+    // index, which keeps its entries small: the heap is the hot path.)
+    QueueArrive(u16, u32),
     QueueDepart(u16),
-    RecvArrive(Pkt),
-    AckArrive(Pkt),
+    RecvArrive(u32),
+    AckArrive(u32),
     SenderWake(u32),
     RtoCheck(u32),
     /// RACK's reordering timer of a flow.
@@ -106,6 +108,13 @@ enum Ev {
     /// the sender.
     NackTimer(u32, u32),
     NackArrive(u32, u32),
+    /// Routed networks: the first packet on a link's wire (after its queue)
+    /// reaches the link's far end; the first ACK on a flow's way back
+    /// reaches its sender. Both are FIFO (one delay per link; a flow's ACKs
+    /// in order), so the heap holds one event per busy link or flow instead
+    /// of one per packet.
+    WireExit(u16),
+    AckWireExit(u32),
     FlowStart(u32),
     FlowStop(u32),
     Sample,
@@ -177,6 +186,9 @@ pub(crate) struct Queue {
     fail_from_ns: Option<u64>,
     /// In the run's report and time series.
     pub report: bool,
+    /// Routed networks: packets on the link's wire, with their arrival time
+    /// at its far end.
+    wire: VecDeque<(u64, Pkt)>,
     pkts: VecDeque<Pkt>,
     pub bytes: u64,
     // statistics
@@ -219,6 +231,7 @@ impl Queue {
             to_node: 0,
             fail_from_ns: None,
             report: true,
+            wire: VecDeque::new(),
             pkts: VecDeque::new(),
             bytes: 0,
             tx_bytes: 0,
@@ -382,6 +395,8 @@ pub(crate) struct Flow {
     rack_timer_at: Option<u64>,
     /// Packets declared lost that were delivered after all (reordering).
     pub spurious: u64,
+    /// Routed flows: ACKs on their way back, with their arrival times.
+    ack_wire: VecDeque<(u64, Pkt)>,
 }
 
 impl Flow {
@@ -473,25 +488,42 @@ pub(crate) struct Sim {
     host_delay_ns: f64,
     /// Flow whose every ACK is printed to stderr (`XDCC_SIM_TRACE=<index>`).
     trace: Option<usize>,
+    /// Packets between queues, hosts and ACKs (`Ev` holds their index).
+    in_flight: Vec<Pkt>,
+    free_slots: Vec<u32>,
     loss_recovery: LossRecovery,
     rto_fixed_ns: Option<u64>,
     rto_window_cut: bool,
-    /// Routed networks: out-links of every node, each node's ECMP salt, and
-    /// hop-distance tables toward the flows' destinations.
-    out: Vec<Vec<u16>>,
+    /// Routed networks: each node's ECMP salt, and the next hops toward
+    /// each of the flows' destinations.
     salt: Vec<u64>,
-    dist: Vec<Vec<u16>>,
+    hops: Vec<NextHops>,
     node_names: Vec<String>,
 }
 
-/// ECMP at `node`: among its out-links one hop closer to the destination
-/// (`dist`), the one a hash of (flow, entropy, the node's salt) picks.
-fn ecmp_next(out: &[u16], queues: &[Queue], dist: &[u16], node: u32, flow_hash: u64, entropy: u16, salt: u64) -> u16 {
-    let here = dist[node as usize];
-    let closer = |l: &&u16| dist[queues[**l as usize].to_node as usize].wrapping_add(1) == here;
-    let n = out.iter().filter(closer).count() as u64;
-    let h = Rng(flow_hash ^ salt ^ (entropy as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93)).next_u64();
-    *out.iter().filter(closer).nth((h % n.max(1)) as usize).expect("a reachable node has a next hop")
+/// The equal-cost next hops toward one destination: for every node, its
+/// out-links one hop closer (`links[offs[n]..offs[n + 1]]`).
+struct NextHops {
+    offs: Vec<u32>,
+    links: Vec<u16>,
+}
+
+impl NextHops {
+    fn new(out: &[Vec<u16>], queues: &[Queue], dist: &[u16]) -> Self {
+        let (mut offs, mut links) = (vec![0u32], Vec::new());
+        for (n, o) in out.iter().enumerate() {
+            links.extend(o.iter().filter(|&&l| dist[queues[l as usize].to_node as usize].wrapping_add(1) == dist[n]));
+            offs.push(links.len() as u32);
+        }
+        Self { offs, links }
+    }
+
+    /// ECMP at `node`: the next hop a hash of (flow, entropy, the node's salt) picks.
+    fn pick(&self, node: u32, flow_hash: u64, entropy: u16, salt: u64) -> u16 {
+        let c = &self.links[self.offs[node as usize] as usize..self.offs[node as usize + 1] as usize];
+        let h = Rng(flow_hash ^ salt ^ (entropy as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93)).next_u64();
+        c[(h % c.len().max(1) as u64) as usize]
+    }
 }
 
 fn ns(ms_or_us: f64, scale: f64) -> u64 {
@@ -545,6 +577,7 @@ impl Sim {
         let mut rng = Rng(sc.seed ^ 0x5EED_0F_5C3A_A210);
         // Routed networks: ECMP salts, and one distance table per destination.
         let mut dist: Vec<Vec<u16>> = Vec::new();
+        let mut next_hops: Vec<NextHops> = Vec::new();
         let mut dist_of: std::collections::BTreeMap<u32, usize> = Default::default();
         let salt: Vec<u64> = graph.as_ref().map_or(Vec::new(), |g| g.node_names.iter().map(|_| rng.next_u64()).collect());
         for (gi, g) in sc.flows.iter().enumerate() {
@@ -575,7 +608,9 @@ impl Sim {
                 if let Some(gr) = &graph {
                     let (src, dst) = ends[i as usize];
                     let di = *dist_of.entry(dst).or_insert_with(|| {
-                        dist.push(gr.distances_to(dst));
+                        let d = gr.distances_to(dst);
+                        next_hops.push(NextHops::new(&gr.out, &queues, &d));
+                        dist.push(d);
                         dist.len() - 1
                     });
                     if dist[di][src as usize] == u16::MAX {
@@ -586,7 +621,7 @@ impl Sim {
                     // ways (ACKs are not serialized).
                     let (mut node, mut prop) = (src, 0u64);
                     while node != dst {
-                        let l = ecmp_next(&gr.out[node as usize], &queues, &dist[di], node, hash, 0, salt[node as usize]);
+                        let l = next_hops[di].pick(node, hash, 0, salt[node as usize]);
                         prop += queues[l as usize].latency_ns;
                         if first_rate == 0.0 {
                             first_rate = queues[l as usize].rate_bps;
@@ -670,6 +705,7 @@ impl Sim {
                     last_rto_ns: 0,
                     rack_timer_at: None,
                     spurious: 0,
+                    ack_wire: VecDeque::new(),
                 });
             }
         }
@@ -698,12 +734,13 @@ impl Sim {
             jitter_ns: sc.jitter_ns(),
             host_delay_ns: sc.host_delay_us * 1e3,
             trace: std::env::var("XDCC_SIM_TRACE").ok().and_then(|v| v.parse().ok()),
+            in_flight: Vec::new(),
+            free_slots: Vec::new(),
             loss_recovery: sc.loss_recovery,
             rto_fixed_ns: sc.rto_us.map(|r| ns(r, 1e3)),
             rto_window_cut: sc.rto_window_cut,
-            out: graph.as_ref().map_or(Vec::new(), |g| g.out.clone()),
             salt,
-            dist,
+            hops: next_hops,
             node_names: graph.as_ref().map_or(Vec::new(), |g| g.node_names.clone()),
         };
         for i in 0..sim.flows.len() {
@@ -716,6 +753,25 @@ impl Sim {
         }
         sim.at(0, Ev::Sample);
         Ok(sim)
+    }
+
+    /// A packet on its way (between queues, to its receiver, its ACK back).
+    fn stash(&mut self, p: Pkt) -> u32 {
+        match self.free_slots.pop() {
+            Some(i) => {
+                self.in_flight[i as usize] = p;
+                i
+            }
+            None => {
+                self.in_flight.push(p);
+                (self.in_flight.len() - 1) as u32
+            }
+        }
+    }
+
+    fn unstash(&mut self, i: u32) -> Pkt {
+        self.free_slots.push(i);
+        self.in_flight[i as usize]
     }
 
     fn at(&mut self, t: u64, ev: Ev) {
@@ -732,10 +788,19 @@ impl Sim {
             self.now = s.t;
             self.events += 1;
             match s.ev {
-                Ev::QueueArrive(q, p) => self.queue_arrive(q, p),
+                Ev::QueueArrive(q, p) => {
+                    let p = self.unstash(p);
+                    self.queue_arrive(q, p)
+                }
                 Ev::QueueDepart(q) => self.queue_depart(q),
-                Ev::RecvArrive(p) => self.recv_arrive(p),
-                Ev::AckArrive(p) => self.ack_arrive(p),
+                Ev::RecvArrive(p) => {
+                    let p = self.unstash(p);
+                    self.recv_arrive(p)
+                }
+                Ev::AckArrive(p) => {
+                    let p = self.unstash(p);
+                    self.ack_arrive(p)
+                }
                 Ev::RackTimer(f) => {
                     let fl = &mut self.flows[f as usize];
                     if fl.rack_timer_at == Some(self.now) {
@@ -745,6 +810,15 @@ impl Sim {
                     }
                 }
                 Ev::NackTimer(f, b) => self.nack_timer(f as usize, b as usize),
+                Ev::WireExit(q) => self.wire_exit(q),
+                Ev::AckWireExit(f) => {
+                    let fl = &mut self.flows[f as usize];
+                    let (_, p) = fl.ack_wire.pop_front().expect("scheduled for its head");
+                    if let Some(&(t, _)) = fl.ack_wire.front() {
+                        self.at(t, Ev::AckWireExit(f));
+                    }
+                    self.ack_arrive(p);
+                }
                 Ev::NackArrive(f, b) => self.nack_arrive(f as usize, b as usize),
                 Ev::SenderWake(f) => {
                     let fl = &mut self.flows[f as usize];
@@ -865,7 +939,7 @@ impl Sim {
                 Some(r) => {
                     let rng = &mut self.rng;
                     pkt.entropy = r.lb.next_entropy(now, &mut || (rng.next_u64() >> 32) as u32);
-                    ecmp_next(&self.out[r.src as usize], &self.queues, &self.dist[r.dist], r.src, r.hash, pkt.entropy, self.salt[r.src as usize])
+                    self.hops[r.dist].pick(r.src, r.hash, pkt.entropy, self.salt[r.src as usize])
                 }
             };
             let mut arrive = f.nic_free_ns + f.hop_delay_ns;
@@ -878,7 +952,8 @@ impl Sim {
             f.rto_armed = true;
             let rto = self.rto_ns(i);
             self.packets_sent += 1;
-            self.at(arrive, Ev::QueueArrive(q0, pkt));
+            let slot = self.stash(pkt);
+            self.at(arrive, Ev::QueueArrive(q0, slot));
             if arm {
                 self.at(now + rto, Ev::RtoCheck(i as u32));
             }
@@ -951,14 +1026,13 @@ impl Sim {
             self.at(now + tx, Ev::QueueDepart(qi));
         }
         let f = &self.flows[p.flow as usize];
-        if let Some(r) = &f.routed {
-            let (node, d) = (to_node, latency);
-            p.prop_ns = p.prop_ns.saturating_add(d.min(u32::MAX as u64) as u32);
-            if node == r.dst {
-                self.at(now + d, Ev::RecvArrive(p));
-            } else {
-                let nq = ecmp_next(&self.out[node as usize], &self.queues, &self.dist[r.dist], node, r.hash, p.entropy, self.salt[node as usize]);
-                self.at(now + d, Ev::QueueArrive(nq, p));
+        if f.routed.is_some() {
+            let _ = to_node;
+            p.prop_ns = p.prop_ns.saturating_add(latency.min(u32::MAX as u64) as u32);
+            let q = &mut self.queues[qi as usize];
+            q.wire.push_back((now + latency, p));
+            if q.wire.len() == 1 {
+                self.at(now + latency, Ev::WireExit(qi));
             }
             return;
         }
@@ -966,9 +1040,11 @@ impl Sim {
         p.hop += 1;
         if (p.hop as usize) < f.path.len() {
             let nq = f.path[p.hop as usize];
-            self.at(now + d, Ev::QueueArrive(nq, p));
+            let slot = self.stash(p);
+            self.at(now + d, Ev::QueueArrive(nq, slot));
         } else {
-            self.at(now + d, Ev::RecvArrive(p));
+            let slot = self.stash(p);
+            self.at(now + d, Ev::RecvArrive(slot));
         }
     }
 
@@ -1010,7 +1086,33 @@ impl Sim {
         let back = if f.routed.is_some() { p.prop_ns as u64 } else { f.ack_delay_ns };
         let t = (now + back + host).max(f.last_ack_arrival_ns);
         f.last_ack_arrival_ns = t;
-        self.at(t, Ev::AckArrive(p));
+        if f.routed.is_some() {
+            f.ack_wire.push_back((t, p));
+            if f.ack_wire.len() == 1 {
+                self.at(t, Ev::AckWireExit(i as u32));
+            }
+            return;
+        }
+        let slot = self.stash(p);
+        self.at(t, Ev::AckArrive(slot));
+    }
+
+    /// The first packet on link `qi`'s wire reaches the far end: its
+    /// receiver, or the next queue ECMP picks.
+    fn wire_exit(&mut self, qi: u16) {
+        let q = &mut self.queues[qi as usize];
+        let (_, p) = q.wire.pop_front().expect("scheduled for its head");
+        let node = q.to_node;
+        if let Some(&(t, _)) = q.wire.front() {
+            self.at(t, Ev::WireExit(qi));
+        }
+        let r = self.flows[p.flow as usize].routed.as_ref().expect("routed");
+        if node == r.dst {
+            self.recv_arrive(p);
+        } else {
+            let nq = self.hops[r.dist].pick(node, r.hash, p.entropy, self.salt[node as usize]);
+            self.queue_arrive(nq, p);
+        }
     }
 
     /// UnoRC: the receiver's timer of a block; a block still incomplete is

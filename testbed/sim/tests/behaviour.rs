@@ -315,11 +315,11 @@ fn same_seed_same_result_bit_for_bit() {
     let sc = scenario("rtt-fairness");
     let a = run(&sc, CcKind::Uno).unwrap();
     let b = run(&sc, CcKind::Uno).unwrap();
-    assert_eq!(a.series_csv, b.series_csv);
+    assert_eq!(a.series_csv(), b.series_csv());
     let mut sc2 = sc.clone();
     sc2.seed = 99;
     let c = run(&sc2, CcKind::Uno).unwrap();
-    assert_ne!(a.series_csv, c.series_csv, "RED marking draws from the seed");
+    assert_ne!(a.series_csv(), c.series_csv(), "RED marking draws from the seed");
 }
 
 #[test]
