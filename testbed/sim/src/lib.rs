@@ -88,11 +88,11 @@ pub fn table_seeds(runs: &[Vec<RunReport>]) -> String {
         out.push_str(&format!(
             "{:<8} {:>12} {:>14} {:>16} {:>14} {:>14} {:>14}",
             first[c].cc,
-            cell(&of(&|r| Some(r.queues[0].utilization * 100.0)), 1),
+            cell(&of(&|r| r.queues.first().map(|q| q.utilization * 100.0)), 1),
             cell(&of(&|r| r.jain_final), 3),
             if conv.is_empty() { "never".to_string() } else { format!("{} {}/{}", cell(&conv, 0), conv.len(), runs.len()) },
-            cell(&of(&|r| Some(r.queues[0].mean_qlen_kb)), 1),
-            cell(&of(&|r| Some(r.queues[0].p99_qlen_kb)), 1),
+            cell(&of(&|r| r.queues.first().map(|q| q.mean_qlen_kb)), 1),
+            cell(&of(&|r| r.queues.first().map(|q| q.p99_qlen_kb)), 1),
             cell(&of(&|r| Some(r.queues.iter().map(|q| q.drops).sum::<u64>() as f64)), 0),
         ));
         for g in &groups {
@@ -122,15 +122,17 @@ pub fn table(reports: &[RunReport]) -> String {
     }
     out.push('\n');
     for r in reports {
-        let q = &r.queues[0];
+        // (The first queue: the bottleneck of queues in series, the first
+        // border link of a routed network; a fat tree reports none.)
+        let q = |f: fn(&QueueReport) -> f64, prec: usize| r.queues.first().map_or("-".into(), |q| format!("{:.prec$}", f(q)));
         out.push_str(&format!(
-            "{:<8} {:>6.1} {:>9} {:>9} {:>10.1} {:>9.1} {:>7}",
+            "{:<8} {:>6} {:>9} {:>9} {:>10} {:>9} {:>7}",
             r.cc,
-            q.utilization * 100.0,
+            q(|q| q.utilization * 100.0, 1),
             r.jain_final.map_or("-".into(), |j| format!("{j:.3}")),
             r.convergence_ms.map_or("never".into(), |c| format!("{c:.0}")),
-            q.mean_qlen_kb,
-            q.p99_qlen_kb,
+            q(|q| q.mean_qlen_kb, 1),
+            q(|q| q.p99_qlen_kb, 1),
             r.queues.iter().map(|q| q.drops).sum::<u64>(),
         ));
         for g in &groups {

@@ -144,9 +144,11 @@ pub enum LossRecovery {
     /// it has been acknowledged and a reordering window has passed; the
     /// window is 0 until the flow has seen reordering (a packet acknowledged
     /// after one declared lost before it was delivered), then a quarter of
-    /// the minimum RTT. Plus the flow's retransmission timeout (no progress
-    /// for one RTO: everything outstanding is resent). On in-order paths
-    /// this is exactly "a gap at the first later ACK is a loss".
+    /// the minimum RTT, one quarter more per round trip with a spurious
+    /// loss, up to the smoothed RTT (Linux's `reo_wnd_steps`). Plus the
+    /// flow's retransmission timeout (no progress for one RTO: everything
+    /// outstanding is resent). On in-order paths this is exactly "a gap at
+    /// the first later ACK is a loss".
     #[default]
     Rack,
     /// The Uno artifact's transport: every packet has its own timer and is

@@ -16,7 +16,8 @@
 //! - Losses are found by RACK (`LossRecovery::Rack`, the default): a packet
 //!   is lost once one sent after it is acknowledged and a reordering window
 //!   has passed — zero until the flow has seen reordering (so on the FIFO
-//!   paths of queues in series: at the first later ACK), then min RTT / 4;
+//!   paths of queues in series: at the first later ACK), then min RTT / 4,
+//!   a quarter more per round trip with a spurious loss, up to the srtt;
 //!   lost packets are retransmitted first; a retransmission timeout
 //!   (max(min_rto, 3·srtt), or the scenario's fixed `rto_us`) retransmits
 //!   everything outstanding. `LossRecovery::Timeout` (the Uno artifact's
@@ -390,6 +391,10 @@ pub(crate) struct Flow {
     rack_xmit_ns: u64,
     rack_rtt_ns: u64,
     reord_seen: bool,
+    /// RACK's reordering window in quarters of the min RTT (Linux
+    /// `reo_wnd_steps`: one more per round trip with a spurious loss).
+    reo_wnd_steps: u32,
+    reo_wnd_step_at_ns: u64,
     min_rtt_ns: u64,
     last_rto_ns: u64,
     rack_timer_at: Option<u64>,
@@ -433,11 +438,12 @@ impl Flow {
     pub fn nacks(&self) -> u64 {
         self.ec.as_ref().map_or(0, |e| e.nacks)
     }
-    /// RACK's reordering window: 0 until reordering was seen, then a
-    /// quarter of the minimum RTT (Linux `tcp_rack_reo_wnd`, one step).
+    /// RACK's reordering window (Linux `tcp_rack_reo_wnd`): 0 until
+    /// reordering was seen, then `steps` quarters of the minimum RTT, at
+    /// most the smoothed RTT.
     fn reo_wnd_ns(&self) -> u64 {
         if self.reord_seen {
-            self.min_rtt_ns / 4
+            (self.min_rtt_ns / 4).saturating_mul(self.reo_wnd_steps.max(1) as u64).min(self.srtt_ns as u64)
         } else {
             0
         }
@@ -701,6 +707,8 @@ impl Sim {
                     rack_xmit_ns: 0,
                     rack_rtt_ns: 0,
                     reord_seen: false,
+                    reo_wnd_steps: 1,
+                    reo_wnd_step_at_ns: 0,
                     min_rtt_ns: u64::MAX,
                     last_rto_ns: 0,
                     rack_timer_at: None,
@@ -1243,6 +1251,12 @@ impl Sim {
             // RTO (which presumes everything lost) sent it away.
             if p.send_time >= f.last_rto_ns && self.loss_recovery == LossRecovery::Rack {
                 f.spurious += 1;
+                // A wider window after a spurious loss, once per round trip
+                // (Linux widens it on DSACKs the same way).
+                if f.reord_seen && now >= f.reo_wnd_step_at_ns {
+                    f.reo_wnd_steps = f.reo_wnd_steps.saturating_add(1).min(255);
+                    f.reo_wnd_step_at_ns = now + f.srtt_ns as u64;
+                }
                 f.reord_seen = true;
             }
             return;
