@@ -61,6 +61,10 @@ enum Cmd {
         /// Turn UnoRC erasure coding off in every flow group that has it.
         #[arg(long)]
         no_ec: bool,
+        /// Border links of an inter-DC topology, overriding the file's (Uno
+        /// Fig. 9: 8 = 16:1 oversubscribed, 128 = fully provisioned).
+        #[arg(long, value_name = "N")]
+        border_links: Option<u32>,
     },
     /// Check a scenario file and print it back normalized.
     Check { scenario: PathBuf },
@@ -88,7 +92,7 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
-        Cmd::Run { scenario, cc, out, json, set, seeds, duration, preset, host_delay_us, lb, no_ec } => {
+        Cmd::Run { scenario, cc, out, json, set, seeds, duration, preset, host_delay_us, lb, no_ec, border_links } => {
             let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;
             if xdcc_sim::testbed::is_testbed_format(&text) {
                 if !preset.is_empty() {
@@ -97,8 +101,8 @@ fn run(cli: Cli) -> Result<()> {
                 if host_delay_us.is_some() {
                     anyhow::bail!("--host-delay-us is for simulator scenarios (a testbed scenario's hosts are the VM's)");
                 }
-                if lb.is_some() || no_ec {
-                    anyhow::bail!("--lb and --no-ec are for simulator scenarios with a [topology]");
+                if lb.is_some() || no_ec || border_links.is_some() {
+                    anyhow::bail!("--lb, --no-ec and --border-links are for simulator scenarios with a [topology]");
                 }
                 return run_testbed(&scenario, &cc, out.as_deref(), json, &set, seeds, duration);
             }
@@ -116,11 +120,13 @@ fn run(cli: Cli) -> Result<()> {
             if let Some(h) = host_delay_us {
                 sc.host_delay_us = h;
             }
-            if lb.is_some() || no_ec {
-                let Some(t) = &sc.topology else {
-                    anyhow::bail!("--lb and --no-ec need a scenario with a [topology] (routed flows)");
+            if lb.is_some() || no_ec || border_links.is_some() {
+                let Some(t) = &mut sc.topology else {
+                    anyhow::bail!("--lb, --no-ec and --border-links need a scenario with a [topology] (routed flows)");
                 };
-                let _ = t;
+                if let Some(n) = border_links {
+                    t.border_links = n;
+                }
                 let spec = lb.as_deref().map(|k| xdcc_sim::scenario::LbSpec::named(k, sc.rto_us)).transpose()?;
                 for f in &mut sc.flows {
                     if let Some(s) = &spec {

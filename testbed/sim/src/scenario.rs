@@ -130,6 +130,10 @@ pub struct Scenario {
     /// `-noRto` runs: false; the packets are still resent).
     #[serde(default = "yes")]
     pub rto_window_cut: bool,
+    /// End the run when every flow (all sized) has finished, rather than
+    /// at `duration_ms` (then the limit): completion-time experiments.
+    #[serde(default)]
+    pub stop_when_done: bool,
 }
 
 fn yes() -> bool {

@@ -498,6 +498,9 @@ pub(crate) struct Sim {
     in_flight: Vec<Pkt>,
     free_slots: Vec<u32>,
     loss_recovery: LossRecovery,
+    /// Sized flows not finished yet, and whether the run ends when none is left.
+    unfinished: usize,
+    stop_when_done: bool,
     rto_fixed_ns: Option<u64>,
     rto_window_cut: bool,
     /// Routed networks: each node's ECMP salt, and the next hops toward
@@ -721,6 +724,7 @@ impl Sim {
             bail!("too many flows");
         }
 
+        let (sized, n_flows) = (flows.iter().filter(|f| f.size.is_some()).count(), flows.len());
         let mut sim = Sim {
             now: 0,
             seq: 0,
@@ -745,6 +749,8 @@ impl Sim {
             in_flight: Vec::new(),
             free_slots: Vec::new(),
             loss_recovery: sc.loss_recovery,
+            unfinished: sized,
+            stop_when_done: sc.stop_when_done && sized == n_flows,
             rto_fixed_ns: sc.rto_us.map(|r| ns(r, 1e3)),
             rto_window_cut: sc.rto_window_cut,
             salt,
@@ -791,6 +797,13 @@ impl Sim {
     pub fn run(&mut self) {
         while let Some(Reverse(s)) = self.heap.pop() {
             if s.t > self.end_ns {
+                break;
+            }
+            if self.stop_when_done && self.unfinished == 0 {
+                // Every flow is sized and done: the run ends here.
+                self.end_ns = self.now;
+                self.measure_to_ns = self.measure_to_ns.min(self.now);
+                self.sample();
                 break;
             }
             self.now = s.t;
@@ -1224,6 +1237,7 @@ impl Sim {
         if p.flow_done {
             // UnoRC: the receiver has every block.
             f.finish_ns = Some(now);
+            self.unfinished = self.unfinished.saturating_sub(1);
             return;
         }
         if let (true, Some(ec)) = (p.block_done, &mut f.ec) {
@@ -1324,6 +1338,7 @@ impl Sim {
             if let Some(size) = f.size {
                 if f.delivered >= size {
                     f.finish_ns = Some(now);
+                    self.unfinished = self.unfinished.saturating_sub(1);
                     return;
                 }
             }

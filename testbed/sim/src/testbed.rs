@@ -517,6 +517,7 @@ impl TestbedScenario {
             loss_recovery: Default::default(),
             rto_us: None,
             rto_window_cut: true,
+            stop_when_done: false,
         };
         sc.validate()?;
         point.scenario = Some(sc);
