@@ -3,7 +3,10 @@
 # the per-ACK cost in nanoseconds (criterion, mean) and in instructions
 # (callgrind: instructions inside the ACK loop / ACKs, minus the same loop
 # with a do-nothing algorithm), and the simulator's speed in simulated
-# packets per second on the 4+4 RTT-fairness scenario.
+# packets per second on the 4+4 RTT-fairness scenario (queues in series)
+# and on Uno's 256-host inter-DC topology (Fig. 9's permutation; each
+# packet crosses 6-9 queues), and its wall time for one Fig. 13A run
+# (bench/uno-multipath.py --artifact puts htsim's beside it).
 # Numbers, not assertions: targets are discussed in docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -35,3 +38,16 @@ echo "simulator speed (testbed/sim/scenarios/rtt-fairness.toml, 3 s simulated at
     | python3 -c "import json,sys
 for r in json.load(sys.stdin):
     print('  %-8s %6.2f M simulated packets/s (%d packets in %.2f s)' % (r['cc'], r['sim_packets_per_sec']/1e6, r['packets'], r['wall_s']))"
+echo
+echo "simulator speed on Uno's 256-host topology (two 8-ary fat trees, 8 border links; Fig. 9's 256 flows of 1 MB):"
+for lb in unolb ecmp; do
+    ./target/release/xdcc-sim run testbed/sim/scenarios/uno-fig9-permutation.toml --lb "$lb" --json \
+        | python3 -c "import json,sys
+r=json.load(sys.stdin)[0]
+print('  %-6s %6.2f M simulated packets/s (%d packets, %d events, %.2f s)' % ('$lb', r['sim_packets_per_sec']/1e6, r['packets'], r['events'], r['wall_s']))"
+done
+echo "one Fig. 13A run (8 flows of 5 MB, a black-holed border link), whole process:"
+for lb in unolb spray; do
+    TIMEFORMAT="  $lb: %R s wall"
+    time ./target/release/xdcc-sim run testbed/sim/scenarios/uno-fig13a-linkfail.toml --lb "$lb" >/dev/null 2>&1
+done

@@ -188,8 +188,14 @@ pub(crate) struct Queue {
     /// In the run's report and time series.
     pub report: bool,
     /// Routed networks: packets on the link's wire, with their arrival time
-    /// at its far end.
+    /// at its far end. A routed link's queue is computed, not stepped: a
+    /// FIFO at a fixed rate sends a packet at max(arrival, the link free)
+    /// for its size, so each packet's departure is known when it arrives
+    /// (`departures`: those still in the queue, with when they leave), and
+    /// goes straight onto the wire — one event per packet per hop.
     wire: VecDeque<(u64, Pkt)>,
+    departures: VecDeque<(u64, u32)>,
+    busy_until: u64,
     pkts: VecDeque<Pkt>,
     pub bytes: u64,
     // statistics
@@ -233,6 +239,8 @@ impl Queue {
             fail_from_ns: None,
             report: true,
             wire: VecDeque::new(),
+            departures: VecDeque::new(),
+            busy_until: 0,
             pkts: VecDeque::new(),
             bytes: 0,
             tx_bytes: 0,
@@ -242,6 +250,18 @@ impl Queue {
             enqueued: 0,
             blackholed: 0,
         })
+    }
+
+    /// A routed link: the packets that have left by `now` leave the queue.
+    fn flush(&mut self, now: u64) {
+        while let Some(&(t, size)) = self.departures.front() {
+            if t > now {
+                break;
+            }
+            self.departures.pop_front();
+            self.bytes -= size as u64;
+            self.tx_bytes += size as u64;
+        }
     }
 
     fn tx_ns(&self, size: u32) -> u64 {
@@ -285,8 +305,16 @@ impl Queue {
     /// The packet at the head starts its transmission at `now` (dequeue):
     /// AMRT's eq. 2 on the gap since the previous dequeue, eq. 3 along the path.
     fn dequeue_mark(&mut self, now: u64) {
+        let Some(mut p) = self.pkts.front().copied() else { return };
+        self.amrt_mark(&mut p, now);
+        if let Some(f) = self.pkts.front_mut() {
+            *f = p;
+        }
+    }
+
+    /// AMRT's decision for packet `p` starting its transmission at `now`.
+    fn amrt_mark(&mut self, p: &mut Pkt, now: u64) {
         let Some(cfg) = self.amrt else { return };
-        let Some(p) = self.pkts.front_mut() else { return };
         let (spare, finish) = amrt_step(self.link_finish.unwrap_or(0), now, p.size as u64, &cfg);
         // (The first packet: the link was idle since the start.)
         let spare = spare || self.link_finish.is_none();
@@ -1010,6 +1038,10 @@ impl Sim {
                 return;
             }
         }
+        let routed = self.flows[p.flow as usize].routed.is_some();
+        if routed {
+            q.flush(now);
+        }
         if q.bytes + p.size as u64 > q.buffer {
             q.drops += 1;
             return;
@@ -1022,6 +1054,24 @@ impl Sim {
         }
         q.enqueued += 1;
         q.bytes += p.size as u64;
+        if routed {
+            // Its departure is known now (see `Queue::wire`).
+            let start = now.max(q.busy_until);
+            q.amrt_mark(&mut p, start);
+            let depart = start + q.tx_ns(p.size);
+            q.busy_until = depart;
+            q.departures.push_back((depart, p.size));
+            if depart >= self.measure_from_ns && depart < self.measure_to_ns {
+                q.tx_bytes_measured += p.size as u64;
+            }
+            p.prop_ns = p.prop_ns.saturating_add(q.latency_ns.min(u32::MAX as u64) as u32);
+            let exit = depart + q.latency_ns;
+            q.wire.push_back((exit, p));
+            if q.wire.len() == 1 {
+                self.at(exit, Ev::WireExit(qi));
+            }
+            return;
+        }
         q.pkts.push_back(p);
         if q.pkts.len() == 1 {
             q.dequeue_mark(now);
@@ -1035,7 +1085,6 @@ impl Sim {
         let measure = now >= self.measure_from_ns && now < self.measure_to_ns;
         let q = &mut self.queues[qi as usize];
         let Some(mut p) = q.pkts.pop_front() else { return };
-        let (to_node, latency) = (q.to_node, q.latency_ns);
         q.bytes -= p.size as u64;
         q.tx_bytes += p.size as u64;
         if measure {
@@ -1047,16 +1096,6 @@ impl Sim {
             self.at(now + tx, Ev::QueueDepart(qi));
         }
         let f = &self.flows[p.flow as usize];
-        if f.routed.is_some() {
-            let _ = to_node;
-            p.prop_ns = p.prop_ns.saturating_add(latency.min(u32::MAX as u64) as u32);
-            let q = &mut self.queues[qi as usize];
-            q.wire.push_back((now + latency, p));
-            if q.wire.len() == 1 {
-                self.at(now + latency, Ev::WireExit(qi));
-            }
-            return;
-        }
         let d = f.hop_delay_ns;
         p.hop += 1;
         if (p.hop as usize) < f.path.len() {
@@ -1406,6 +1445,10 @@ impl Sim {
         s.pacing.push(self.flows.iter().map(|f| f.pacing_rate().unwrap_or(0)).collect());
         s.active.push(self.flows.iter().map(|f| f.active()).collect());
         s.losses.push(self.flows.iter().map(|f| f.losses).collect());
+        let now = self.now;
+        for q in self.queues.iter_mut().filter(|q| q.report) {
+            q.flush(now); // (a no-op for queues in series)
+        }
         let reported = || self.queues.iter().filter(|q| q.report);
         s.qlen.push(reported().map(|q| q.bytes).collect());
         s.tx_bytes.push(reported().map(|q| q.tx_bytes).collect());
