@@ -2,10 +2,13 @@
 //! blocks of `data` packets plus `parity` packets; the receiver has a block
 //! once any `data` of its packets arrived (a systematic MDS code, e.g.
 //! Reed–Solomon, recovers the rest), so up to `parity` losses per block cost
-//! no retransmission. The receiver starts a timer at a block's first packet;
-//! if it expires with the block incomplete it sends a NACK for the block,
-//! and the sender resends the block's packets it has no ACK for. Parity
-//! packets are real packets: they take window and bandwidth.
+//! no retransmission. The receiver starts a timer at a block's first packet
+//! (each packet carries the wait: the artifact's 640 µs for inter-DC data,
+//! 1.05 base RTTs for a retransmission); if it expires with the block
+//! incomplete it sends one NACK for the block and disarms it, until the
+//! block's next packet arms it again. The sender resends the block's
+//! packets it has no ACK for. Parity packets are real packets: they take
+//! window and bandwidth.
 //!
 //! As in the artifact (`-erasureDst -parityGroup 10 -parityCorrect 2`), no
 //! bytes are coded here: a block counts as delivered when enough of its
@@ -96,27 +99,28 @@ pub enum RxOutcome {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockRx {
     seen: u32,
-    /// When the NACK timer started (the block's first packet, or the last
-    /// NACK); None before any packet.
-    timer_from_ns: Option<u64>,
+    /// When the NACK timer fires (None: not armed).
+    due_ns: Option<u64>,
     complete: bool,
     pub nacks: u8,
 }
 
 impl BlockRx {
-    /// Packet `pos` of a block that needs `needed` packets arrived at `now_ns`.
-    pub fn on_packet(&mut self, pos: u8, needed: u8, now_ns: u64) -> RxOutcome {
+    /// Packet `pos` of a block that needs `needed` packets arrived at
+    /// `now_ns`, carrying the NACK wait `wait_ns` (arms the timer if it is
+    /// not armed).
+    pub fn on_packet(&mut self, pos: u8, needed: u8, now_ns: u64, wait_ns: u64) -> RxOutcome {
         if self.complete {
             return RxOutcome::AlreadyComplete;
+        }
+        if self.due_ns.is_none() {
+            self.due_ns = Some(now_ns.saturating_add(wait_ns));
         }
         let bit = 1u32.checked_shl(pos as u32).unwrap_or(0);
         if bit == 0 || self.seen & bit != 0 {
             return RxOutcome::Duplicate;
         }
         self.seen |= bit;
-        if self.timer_from_ns.is_none() {
-            self.timer_from_ns = Some(now_ns);
-        }
         if self.seen.count_ones() >= needed as u32 {
             self.complete = true;
             RxOutcome::Completed
@@ -134,20 +138,21 @@ impl BlockRx {
         self.seen.count_ones()
     }
 
-    /// When the block's NACK is due (None: complete, or no packet yet).
-    pub fn nack_due_ns(&self, timeout_ns: u64) -> Option<u64> {
+    /// When the block's NACK is due (None: complete, or not armed).
+    pub fn nack_due_ns(&self) -> Option<u64> {
         if self.complete {
             return None;
         }
-        self.timer_from_ns.map(|t| t.saturating_add(timeout_ns))
+        self.due_ns
     }
 
-    /// The NACK timer fired at `now_ns`: whether to send a NACK (the block is
-    /// still incomplete); the timer restarts for the next one.
-    pub fn on_timer(&mut self, now_ns: u64, timeout_ns: u64) -> bool {
-        match self.nack_due_ns(timeout_ns) {
+    /// A timer check at `now_ns`: whether to send a NACK now (the block is
+    /// incomplete and its timer expired); the timer is then disarmed until
+    /// the block's next packet.
+    pub fn on_timer(&mut self, now_ns: u64) -> bool {
+        match self.nack_due_ns() {
             Some(due) if now_ns >= due => {
-                self.timer_from_ns = Some(now_ns);
+                self.due_ns = None;
                 self.nacks = self.nacks.saturating_add(1);
                 true
             }
@@ -180,27 +185,31 @@ mod tests {
         // Packets 0 and 5 are lost: the other 8 complete the block.
         let arrivals = [1u8, 2, 3, 4, 6, 7, 8, 9];
         for (k, &p) in arrivals.iter().enumerate() {
-            let o = b.on_packet(p, 8, 100 + k as u64);
+            let o = b.on_packet(p, 8, 100 + k as u64, 640);
             assert_eq!(o, if k == 7 { RxOutcome::Completed } else { RxOutcome::Counted });
         }
-        assert_eq!(b.on_packet(0, 8, 200), RxOutcome::AlreadyComplete);
-        assert_eq!(b.nack_due_ns(1000), None);
+        assert_eq!(b.on_packet(0, 8, 200, 640), RxOutcome::AlreadyComplete);
+        assert_eq!(b.nack_due_ns(), None);
     }
 
     #[test]
     fn three_losses_need_a_nack_and_duplicates_do_not_count() {
         let mut b = BlockRx::default();
-        for p in [0u8, 1, 2, 3, 4, 5, 6] {
-            b.on_packet(p, 8, 1_000 + p as u64);
+        for p in [0u8, 1, 2, 3, 4, 5] {
+            b.on_packet(p, 8, 1_000 + p as u64, 500);
         }
-        assert_eq!(b.on_packet(6, 8, 1_010), RxOutcome::Duplicate);
-        assert_eq!(b.received(), 7);
-        assert_eq!(b.nack_due_ns(500), Some(1_500), "the timer runs from the block's first packet");
-        assert!(!b.on_timer(1_499, 500));
-        assert!(b.on_timer(1_500, 500));
-        assert_eq!(b.nack_due_ns(500), Some(2_000), "and restarts at the NACK");
-        assert_eq!(b.on_packet(9, 8, 1_700), RxOutcome::Completed);
-        assert!(!b.on_timer(2_000, 500));
+        assert_eq!(b.on_packet(5, 8, 1_010, 500), RxOutcome::Duplicate);
+        assert_eq!(b.received(), 6);
+        assert_eq!(b.nack_due_ns(), Some(1_500), "the timer runs from the block's first packet");
+        assert!(!b.on_timer(1_499));
+        assert!(b.on_timer(1_500));
+        assert_eq!(b.nack_due_ns(), None, "one NACK, then disarmed");
+        assert!(!b.on_timer(5_000));
+        // A retransmission re-arms it with its own (longer) wait.
+        assert_eq!(b.on_packet(6, 8, 1_700, 1_900), RxOutcome::Counted);
+        assert_eq!(b.nack_due_ns(), Some(3_600));
+        assert_eq!(b.on_packet(9, 8, 1_800, 1_900), RxOutcome::Completed);
+        assert!(!b.on_timer(3_600));
         assert_eq!(b.nacks, 1);
     }
 
