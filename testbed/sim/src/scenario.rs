@@ -126,6 +126,10 @@ pub struct Scenario {
     /// queue delays, 2432 µs for its inter-DC flows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rto_us: Option<f64>,
+    /// With `rto_us`: the fixed timeout of routed flows whose two ends are
+    /// in one DC (the artifact: base RTT + 5 queue delays, 414 µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rto_intra_us: Option<f64>,
     /// Whether a retransmission timeout cuts the window (the artifact's
     /// `-noRto` runs: false; the packets are still resent).
     #[serde(default = "yes")]
@@ -649,6 +653,12 @@ impl Scenario {
         }
         if let Some(r) = self.rto_us {
             pos("rto_us", r)?;
+        }
+        if let Some(r) = self.rto_intra_us {
+            pos("rto_intra_us", r)?;
+            if self.rto_us.is_none() || self.topology.is_none() {
+                bail!("rto_intra_us needs rto_us and a [topology]");
+            }
         }
         if let Some(w) = self.receive_window {
             pos("receive_window.init_kb", w.init_kb)?;

@@ -344,6 +344,8 @@ struct Routed {
     /// The flow's part of every ECMP hash (its 5-tuple).
     hash: u64,
     lb: Balancer,
+    /// Both ends in one DC.
+    intra_dc: bool,
 }
 
 /// A UnoRC flow: sender and receiver sides of its blocks.
@@ -530,6 +532,7 @@ pub(crate) struct Sim {
     unfinished: usize,
     stop_when_done: bool,
     rto_fixed_ns: Option<u64>,
+    rto_intra_ns: Option<u64>,
     rto_window_cut: bool,
     /// Routed networks: each node's ECMP salt, and the next hops toward
     /// each of the flows' destinations.
@@ -668,7 +671,9 @@ impl Sim {
                     rtt = 2 * prop;
                     let mut draw = || (rng.next_u64() >> 32) as u32;
                     let lb = Balancer::new(strategy, rtt, start, &mut draw);
-                    routed = Some(Routed { src, dst, dist: di, hash, lb });
+                    let dc = |n: u32| gr.node_names[n as usize].split('.').next().map(str::to_owned);
+                    let intra_dc = dc(src) == dc(dst);
+                    routed = Some(Routed { src, dst, dist: di, hash, lb, intra_dc });
                 } else {
                     first_rate = queues[path[0] as usize].rate_bps;
                 }
@@ -780,6 +785,7 @@ impl Sim {
             unfinished: sized,
             stop_when_done: sc.stop_when_done && sized == n_flows,
             rto_fixed_ns: sc.rto_us.map(|r| ns(r, 1e3)),
+            rto_intra_ns: sc.rto_intra_us.map(|r| ns(r, 1e3)),
             rto_window_cut: sc.rto_window_cut,
             salt,
             hops: next_hops,
@@ -1011,10 +1017,13 @@ impl Sim {
     }
 
     fn rto_ns(&self, i: usize) -> u64 {
-        if let Some(r) = self.rto_fixed_ns {
-            return r;
-        }
         let f = &self.flows[i];
+        if let Some(r) = self.rto_fixed_ns {
+            return match (self.rto_intra_ns, &f.routed) {
+                (Some(intra), Some(rt)) if rt.intra_dc => intra,
+                _ => r,
+            };
+        }
         (f.srtt_ns * 3.0).max(self.min_rto_ns as f64) as u64
     }
 

@@ -516,6 +516,7 @@ impl TestbedScenario {
             receive_window: Some(LINUX_RECEIVE_WINDOW),
             loss_recovery: Default::default(),
             rto_us: None,
+            rto_intra_us: None,
             rto_window_cut: true,
             stop_when_done: false,
         };
