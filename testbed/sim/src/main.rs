@@ -55,7 +55,9 @@ enum Cmd {
         /// Load balancer of every routed flow group, overriding the file's:
         /// ecmp, spray, plb (PLB's paper: 50 %, 3 rounds, timeouts),
         /// plb-artifact (the Uno artifact's: 25 %, 2 rounds, timeouts and
-        /// NACKs at most once per RTO) or unolb.
+        /// NACKs at most once per RTO), unolb, or unolb-recent (UnoLB
+        /// skipping subflows silent for half a base RTT: the paper's option,
+        /// commented out in the artifact).
         #[arg(long, value_name = "KIND")]
         lb: Option<String>,
         /// Turn UnoRC erasure coding off in every flow group that has it.

@@ -440,7 +440,8 @@ fn ten() -> u8 {
 impl LbSpec {
     /// A balancer by name: ecmp, spray, plb (PLB's paper), plb-artifact
     /// (the Uno artifact's PLB; its NACK/timeout interval is the scenario's
-    /// fixed RTO, or 2432 µs) or unolb.
+    /// fixed RTO, or 2432 µs), unolb, or unolb-recent (UnoLB preferring
+    /// subflows with recent ACKs, the paper's option).
     pub fn named(kind: &str, rto_us: Option<f64>) -> Result<Self> {
         Ok(match kind {
             "ecmp" => LbSpec::Ecmp,
@@ -453,7 +454,8 @@ impl LbSpec {
                 min_move_interval_us: rto_us.unwrap_or(2432.0),
             },
             "unolb" => LbSpec::Unolb { subflows: 10, prefer_recent: false },
-            other => bail!("load balancer {other:?}: expected ecmp, spray, plb, plb-artifact or unolb"),
+            "unolb-recent" => LbSpec::Unolb { subflows: 10, prefer_recent: true },
+            other => bail!("load balancer {other:?}: expected ecmp, spray, plb, plb-artifact, unolb or unolb-recent"),
         })
     }
 
