@@ -46,8 +46,8 @@ HTSIM_STRAT = {"spray": "rand", "unolb": "simple_subflow", "plb-artifact": "plb"
 FIGS = {
     "13a": dict(scenario="uno-fig13a-linkfail", tm="fail_more.cm", extra="-interdcDelay 886500 -phantom_size 22400515 -fail_one", end=50, seed=111,
                 title="Fig. 13A: 8 inter-DC flows of 5 MB, one of 8 border links black-holed"),
-    "13b": dict(scenario="uno-fig13b-random-drops", tm="fail_one.cm", extra=None, end=50, seed=333,
-                title="Fig. 13B: one 5 MB flow under Table 1's correlated drops (the artifact's script: a black hole instead; not run)"),
+    "13b": dict(scenario="uno-fig13b-random-drops", tm="fail_one.cm", extra="-interdcDelay 886500 -phantom_size 22400515 -multiple_failures", end=50, seed=333,
+                title="Fig. 13B: one 5 MB flow under Table 1's correlated drops (artifact: -multiple_failures without -fail_one, as its older paper_script/run_failure_random_seed.py; its fig13 script runs a black hole instead)"),
     "13b-artifact": dict(scenario="uno-fig13a-linkfail", tm="fail_one.cm", extra="-interdcDelay 886500 -phantom_size 22400515 -fail_one", end=50, seed=333,
                          sim_tm="uno-artifact-tms/fail_one.cm",
                          title="Fig. 13B as the artifact's script runs it: one 5 MB flow, one border link black-holed"),
