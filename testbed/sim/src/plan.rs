@@ -90,6 +90,9 @@ pub fn host_plan(sc: &Scenario, cc: &str) -> Result<HostPlan> {
     if !is_kernel {
         CcKind::parse(cc)?;
     }
+    if sc.topology.is_some() {
+        bail!("scenario {} is a routed network ([topology]): it runs in the simulator only; the host backend runs one bottleneck port", sc.name);
+    }
     let queues = sc.queues_for(cc);
     if queues.len() != 1 || sc.flows.iter().any(|f| f.path.len() != 1) {
         bail!(

@@ -45,4 +45,6 @@ fn what_the_host_cannot_build_is_one_clear_error() {
     assert!(e.contains("one bottleneck port"), "{e}");
     let e = host_plan(&scenario("realspeed-4to1"), "vegas2").unwrap_err().to_string();
     assert!(e.contains("unknown congestion control"), "{e}");
+    let e = host_plan(&scenario("uno-fig13a-linkfail-k4"), "uno").unwrap_err().to_string();
+    assert!(e.contains("routed network") && e.contains("simulator only"), "{e}");
 }
