@@ -103,15 +103,9 @@ hop_latency_us = 1.0
 buffer_kb = 500
 marking = { kind = "threshold", k_pkts = 30 }
 [[flows]]
-name = "a"
-src = "a.0"
-dst = "a.15"
-size_kb = 10000
-lb = { kind = "spray" }
-[[flows]]
-name = "b"
-src = "a.1"
-dst = "a.14"
+name = "spray"
+count = 2
+pairs = ["a.0>a.15", "a.1>a.14"]
 size_kb = 10000
 lb = { kind = "spray" }
 "#;
