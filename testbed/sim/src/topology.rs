@@ -482,23 +482,20 @@ pub(crate) fn endpoints(g: &Graph, f: &crate::scenario::FlowSpec, seed: u64) -> 
             .collect();
     }
     let (src, dst) = (f.src.as_deref().unwrap_or_default(), f.dst.as_deref().unwrap_or_default());
-    let s = pick(src)?;
+    let mut s = pick(src)?;
     let mut d = pick(dst)?;
+    s.truncate(n);
+    d.truncate(n);
     if src == dst && !g.hosts.contains_key(src) {
-        // A permutation of one DC's hosts: the sources are a shuffled list
-        // of the first n; no flow to itself (rotate the destinations of any
-        // fixed point by one — still distinct).
-        let all = d.clone();
-        d = (0..n).map(|i| all[i]).collect();
+        // Two random draws from one DC: a flow that drew itself swaps its
+        // destination with the next flow's (both lists are distinct hosts,
+        // so no swap makes a new self-pair).
         for i in 0..n {
             if s[i] == d[i] {
-                let j = (i + 1) % n;
-                d.swap(i, j);
+                d.swap(i, (i + 1) % n);
             }
         }
     }
-    let s: Vec<u32> = s.into_iter().take(n).collect();
-    let d: Vec<u32> = d.into_iter().take(n).collect();
     if let Some(i) = (0..n).find(|&i| s[i] == d[i]) {
         bail!("flow {i} would send from {} to itself", g.node_names[s[i] as usize]);
     }

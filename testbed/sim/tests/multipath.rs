@@ -166,3 +166,49 @@ fn routed_scenarios_refuse_bad_input() {
     let e = Scenario::from_toml(&series.replacen("[[flows]]", "[[flows]]\nlb = { kind = \"spray\" }", 1)).unwrap_err();
     assert!(format!("{e:#}").contains("need a [topology]"), "{e:#}");
 }
+
+/// `src = "a"`, `dst = "a"`: the group's flows get distinct senders and
+/// distinct receivers of the DC, and none sends to itself (a permutation
+/// when the group has as many flows as the DC has hosts), whatever the seed.
+#[test]
+fn a_dc_to_itself_is_a_permutation_without_self_pairs() {
+    let text = r#"
+name = "perm"
+duration_ms = 5
+cc = ["dctcp"]
+[net]
+link_rate_gbps = 10.0
+intra_rtt_us = 12
+inter_rtt_us = 12
+mtu = 1500
+[topology]
+kind = "fat_tree"
+k = 4
+link_rate_gbps = 10.0
+hop_latency_us = 1.0
+buffer_kb = 500
+[[flows]]
+name = "p"
+count = 16
+src = "a"
+dst = "a"
+size_kb = 100
+"#;
+    for seed in 0..20 {
+        let mut sc = Scenario::from_toml(text).unwrap();
+        sc.seed = seed;
+        let r = run(&sc, CcKind::Dctcp).unwrap();
+        let pairs: Vec<(String, String)> = r
+            .flows
+            .iter()
+            .map(|f| {
+                let (a, b) = f.hosts.as_deref().unwrap().split_once('>').unwrap();
+                (a.to_string(), b.to_string())
+            })
+            .collect();
+        assert!(pairs.iter().all(|(a, b)| a != b), "seed {seed}: a flow to itself: {pairs:?}");
+        let srcs: std::collections::BTreeSet<_> = pairs.iter().map(|p| &p.0).collect();
+        let dsts: std::collections::BTreeSet<_> = pairs.iter().map(|p| &p.1).collect();
+        assert_eq!((srcs.len(), dsts.len()), (16, 16), "seed {seed}: every host sends once and receives once");
+    }
+}
