@@ -10,7 +10,8 @@
 #                         BPF CCs at real speed (userspace/tests/realspeed.sh),
 #                         the testbed's servers backend over SSH
 #                         (userspace/tests/servers.sh), the systemd units
-#                         booted under systemd-nspawn (systemd.sh)
+#                         booted under systemd-nspawn (systemd.sh), the
+#                         Ansible role on three such hosts (ansible.sh)
 #                      3. the kernel modules (incl. their event-sequence
 #                         tests), DCTCP against Linux's tcp_dctcp, the CLI and
 #                         the switch profiles in the qemu VM
@@ -68,6 +69,8 @@ if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
     userspace/tests/servers.sh
     echo "[test] the systemd units under a real systemd (systemd-nspawn --boot of a Debian root; userspace/tests/systemd.sh)" >&2
     userspace/tests/systemd.sh
+    echo "[test] the Ansible role rolling xdcc out to three hosts (systemd-nspawn with sshd; userspace/tests/ansible.sh, ~1 min)" >&2
+    userspace/tests/ansible.sh
 fi
 
 if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package (packaging/deb/build.sh) and its systemd units under a
-# real systemd: a Debian root (debootstrap, cached in ~/.cache/xdcc/nspawn/
-# keyed by its package list; each run works on an overlay of it) gets the
+# real systemd: a Debian root (userspace/tests/debian-root.sh: debootstrap,
+# cached; each run works on an overlay of it) gets the
 # .deb installed with dpkg, offline as an image build would (its postinst
 # enables both units), and the test's /etc/xdcc/xdcc.toml; then
 # systemd-nspawn --boot boots it on this host's kernel. Inside it checks:
@@ -26,22 +26,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 X=$root/target/release/xdcc
 [[ $(id -u) == 0 ]] || { echo "systemd.sh: needs root" >&2; exit 2; }
 [[ -x $X ]] || { echo "systemd.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
-if ! command -v systemd-nspawn >/dev/null || ! command -v debootstrap >/dev/null || ! command -v dpkg-shlibdeps >/dev/null ||
-    ! command -v lintian >/dev/null; then
-    echo "[systemd] installing systemd-container, debootstrap, dpkg-dev and lintian" >&2
+if ! command -v dpkg-shlibdeps >/dev/null || ! command -v lintian >/dev/null; then
+    echo "[systemd] installing dpkg-dev and lintian" >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd-container debootstrap dpkg-dev lintian >/dev/null
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends dpkg-dev lintian >/dev/null
 fi
-pkgs=systemd,systemd-sysv,dbus,iproute2
-cache=${XDCC_CACHE:-$HOME/.cache/xdcc}/nspawn
-rootfs=$cache/bookworm-$(echo "$pkgs" | sha256sum | cut -c1-12)
-if [[ ! -x $rootfs/lib/systemd/systemd ]]; then
-    echo "[systemd] building a Debian root with debootstrap (once, cached in $rootfs)" >&2
-    rm -rf "$rootfs.tmp"; mkdir -p "$cache"
-    debootstrap --variant=minbase --include="$pkgs" bookworm "$rootfs.tmp" http://deb.debian.org/debian >"$cache/debootstrap.log" 2>&1 ||
-        { tail -20 "$cache/debootstrap.log" >&2; exit 1; }
-    mv "$rootfs.tmp" "$rootfs"
-fi
+# shellcheck source=userspace/tests/debian-root.sh
+source "$root/userspace/tests/debian-root.sh"
+rootfs=$(debian_root)
 work=$(mktemp -d /tmp/xdcc-systemd.XXXXXX)
 registered_before=$(grep -cw bpf_uno /proc/sys/net/ipv4/tcp_available_congestion_control || true)
 cleanup() {

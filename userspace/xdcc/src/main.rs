@@ -72,6 +72,10 @@ enum Cmd {
         /// Report the differences (drift) and change nothing; exit 1 if any.
         #[arg(long)]
         check: bool,
+        /// Only read and validate the file (every key, every CC's values as
+        /// one set), without looking at the system; exit 5 if it is bad.
+        #[arg(long, conflicts_with = "check")]
+        validate: bool,
     },
     /// Preflight of this host: kernel, BTF, struct_ops, bpffs, cgroup2,
     /// tcp_ecn, module policy, and which xdcc CCs can load here with which
@@ -415,9 +419,13 @@ fn run(cli: Cli) -> Result<()> {
             AgentConfig::parse(&text).map_err(|e| anyhow::anyhow!("invalid option: {}", e.split_once(": ").map(|x| x.1).unwrap_or(&e)))?;
             tokio_rt()?.block_on(agent::run(cfg))
         }
-        Cmd::Apply { config, check } => {
+        Cmd::Apply { config, check, validate } => {
             let cfg = apply::load(&config)?;
             let desired = apply::desired_all(&cfg.cc).map_err(|(_, _, m)| failure::bad_value(m))?;
+            if validate {
+                println!("{}: valid ({} CCs, {} policy entries)", config.display(), desired.len(), cfg.policy.len());
+                return Ok(());
+            }
             let changes = apply::apply(cfg.default_cc.as_deref(), &desired, check)?;
             if json {
                 let v: Vec<String> = changes.iter().map(|c| c.to_string()).collect();

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# The Ansible role (packaging/ansible) rolling xdcc out to a fleet of three
+# hosts, as operators push such a change: each host is a Debian root
+# (userspace/tests/debian-root.sh, an overlay per host) booted under
+# systemd-nspawn with a real systemd as PID 1 in its own network namespace,
+# running sshd with test-generated host and client keys, reached by
+# ansible-playbook over a bridge. The inventory gives the fleet UnoCC and
+# Gemini with their network, a tunable and a policy, and one host its own
+# default CC. Checks:
+#   - the play succeeds on all three hosts;
+#   - on each: the units are enabled and running, the file is what the
+#     inventory says, the default CC is the host's, the tunable written,
+#     and `xdcc apply --check` is clean;
+#   - a second run changes nothing (idempotent);
+#   - a default CC changed by hand on one host is drift (`apply --check`
+#     exits 1) and the next run puts it back on that host only;
+#   - a bad inventory value (an unknown tunable) fails the template's
+#     validation and leaves every host's file as it was.
+# The three hosts share this machine's kernel, where a CC's registration is
+# kernel-wide (on a real fleet each host has its own): they share /sys/fs/bpf
+# so each sees the registration another made, and the play runs one host at
+# a time (ANSIBLE_FORKS=1) so two hosts never register the same CC at once.
+# What the test registered is unregistered afterwards. Nothing is written
+# outside the test's directory but the root cache (ansible's own state
+# included: ANSIBLE_HOME, ANSIBLE_LOCAL_TEMP).
+#   userspace/tests/ansible.sh   (root; installs ansible-core, openssh-client,
+#                                 systemd-container, debootstrap, dpkg-dev)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+X=$root/target/release/xdcc
+[[ $(id -u) == 0 ]] || { echo "ansible.sh: needs root" >&2; exit 2; }
+[[ -x $X ]] || { echo "ansible.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
+if ! command -v ansible-playbook >/dev/null || ! command -v ssh-keygen >/dev/null || ! command -v dpkg-shlibdeps >/dev/null; then
+    echo "[ansible] installing ansible-core, openssh-client and dpkg-dev" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends ansible-core openssh-client dpkg-dev >/dev/null
+fi
+# shellcheck source=userspace/tests/debian-root.sh
+source "$root/userspace/tests/debian-root.sh"
+rootfs=$(debian_root)
+
+tag=$$
+dir=$(mktemp -d /tmp/xdcc-ansible.XXXXXX)
+hosts=(h1 h2 h3)
+before=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control)
+cleanup() {
+    set +e
+    for h in "${hosts[@]}"; do
+        [[ -s $dir/nspawn-$h.pid ]] && kill "$(cat "$dir/nspawn-$h.pid")" 2>/dev/null
+    done
+    sleep 1
+    for h in "${hosts[@]}"; do
+        [[ -s $dir/nspawn-$h.pid ]] && kill -9 "$(cat "$dir/nspawn-$h.pid")" 2>/dev/null
+        mountpoint -q "$dir/$h/root" && umount -l "$dir/$h/root"
+    done
+    ip link del "xab$tag" 2>/dev/null
+    [[ -s $dir/cgroups ]] && while read -r d; do find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; done <"$dir/cgroups"
+    for cc in uno gemini; do
+        [[ " $before " == *" bpf_$cc "* ]] || "$X" cc unload "$cc" --bpf >/dev/null 2>&1
+    done
+    if [[ ${XDCC_KEEP:-0} == 1 ]]; then echo "[ansible] kept $dir" >&2; else rm -rf "$dir"; fi
+}
+trap cleanup EXIT
+fail() { echo "[ansible] FAIL: $*" >&2; exit 1; }
+ok() { echo "[ansible] ok: $*"; }
+
+deb=$("$root/packaging/deb/build.sh" "$dir/deb")
+
+# Keys: one client key (Ansible's), one host key per machine, known_hosts
+# so ssh checks every host key strictly.
+ssh-keygen -q -t ed25519 -N '' -C xdcc-ansible-test -f "$dir/id"
+: >"$dir/known_hosts"
+
+# The hosts: 10.82.0.k on a bridge (10.82.0.254), each an overlay of the
+# cached root with its own host key and root's authorized key.
+ip link add "xab$tag" type bridge
+ip addr add 10.82.0.254/24 dev "xab$tag"
+ip link set "xab$tag" up
+cgroup=/sys/fs/cgroup
+[[ -d /sys/fs/cgroup/unified ]] && cgroup=/sys/fs/cgroup/unified
+# Each container's systemd must own its cgroup tree (--keep-unit makes the
+# caller's cgroup the container's root): three containers in one cgroup
+# would manage the same /system.slice. own_cgroup NAME moves the calling
+# process into a new child cgroup of its own in every hierarchy systemd uses
+# (cgroup2, and v1's name=systemd on hybrid hosts).
+cgroup_dirs() {
+    local line mnt
+    while read -r line; do
+        case $line in
+            0::*) mnt=$(findmnt -n -t cgroup2 -o TARGET | head -1); [[ -n $mnt ]] && echo "$mnt${line#0::}" ;;
+            *:name=systemd:*) mnt=$(findmnt -n -t cgroup -o TARGET,OPTIONS | awk '/name=systemd/ {print $1; exit}');
+                [[ -n $mnt ]] && echo "$mnt${line#*:name=systemd:}" ;;
+        esac
+    done </proc/self/cgroup
+}
+own_cgroup() {
+    local d
+    for d in $(cgroup_dirs); do
+        mkdir -p "${d%/}/$1" && echo "$BASHPID" >"${d%/}/$1/cgroup.procs" && echo "${d%/}/$1" >>"$dir/cgroups"
+    done
+}
+k=0
+for h in "${hosts[@]}"; do
+    k=$((k + 1))
+    m=$dir/$h
+    mkdir -p "$m/upper" "$m/work" "$m/root"
+    mount -t overlay overlay -o "lowerdir=$rootfs,upperdir=$m/upper,workdir=$m/work" "$m/root" ||
+        cp -a "$rootfs/." "$m/root/"
+    ssh-keygen -q -t ed25519 -N '' -C "xdcc-ansible-$h" -f "$m/root/etc/ssh/ssh_host_ed25519_key"
+    echo "10.82.0.$k $(cut -d' ' -f1,2 "$m/root/etc/ssh/ssh_host_ed25519_key.pub")" >>"$dir/known_hosts"
+    install -d -m 700 "$m/root/root/.ssh"
+    install -m 600 "$dir/id.pub" "$m/root/root/.ssh/authorized_keys"
+    echo "$h" >"$m/root/etc/hostname"
+    cat >"$m/root/etc/systemd/system/xdcc-test-net.service" <<UNIT
+[Unit]
+Description=the test network's address
+Before=network.target ssh.service xdcc.service
+DefaultDependencies=no
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/sbin/ip addr add 10.82.0.$k/24 dev host0
+ExecStart=/sbin/ip link set host0 up
+ExecStart=/sbin/ip link set lo up
+[Install]
+WantedBy=sysinit.target
+UNIT
+    mkdir -p "$m/root/etc/systemd/system/sysinit.target.wants"
+    ln -sf /etc/systemd/system/xdcc-test-net.service "$m/root/etc/systemd/system/sysinit.target.wants/"
+    # systemd-nspawn --boot as in systemd.sh, its own network namespace
+    # joined to the bridge by a veth (host0 inside, set up at boot above).
+    (own_cgroup "xdcc-ansible-$tag-$h"; exec systemd-nspawn -q -D "$m/root" --register=no --keep-unit --boot \
+        -M "xa$tag-$h" --network-bridge="xab$tag" \
+        --capability=all --system-call-filter="bpf perf_event_open" \
+        --bind=/sys/fs/bpf) >"$dir/nspawn-$h.log" 2>&1 &
+    echo $! >"$dir/nspawn-$h.pid"
+done
+S() { # S HOST CMD...: run CMD on HOST over ssh
+    local h=$1; shift
+    ssh -q -i "$dir/id" -o UserKnownHostsFile="$dir/known_hosts" -o StrictHostKeyChecking=yes \
+        -o BatchMode=yes -o ConnectTimeout=2 "root@10.82.0.${h#h}" "$@"
+}
+for h in "${hosts[@]}"; do
+    for _ in $(seq 60); do S "$h" true 2>/dev/null && break; sleep 1; done
+    S "$h" true || fail "$h: no ssh after 60 s: $(tail -5 "$dir/nspawn-$h.log")"
+done
+ok "three hosts booted under systemd, sshd answering with their own host keys"
+
+# The inventory: the fleet's CCs, network, tunable and policy; h1's own default.
+cat >"$dir/inventory.yml" <<INV
+xdcc:
+  hosts:
+    h1: {ansible_host: 10.82.0.1, xdcc_default_cc: bpf_uno}
+    h2: {ansible_host: 10.82.0.2}
+    h3: {ansible_host: 10.82.0.3}
+  vars:
+    ansible_user: root
+    ansible_python_interpreter: /usr/bin/python3
+    ansible_ssh_private_key_file: $dir/id
+    ansible_ssh_common_args: -o UserKnownHostsFile=$dir/known_hosts -o StrictHostKeyChecking=yes
+    xdcc_deb: $deb
+    xdcc_default_cc: bpf_gemini
+    xdcc_cgroup: $cgroup
+    xdcc_ccs:
+      uno:
+        net: {link_rate_mbps: 25000, intra_rtt_us: 14, inter_rtt_us: 2000, mtu: 1500}
+        tunables: {k_bytes: 31000}
+      gemini:
+        net: {link_rate_mbps: 25000, intra_rtt_us: 14, inter_rtt_us: 2000, mtu: 1500}
+    xdcc_policy:
+      - {prefix: 10.82.0.0/24, cc: bpf_uno}
+      - {prefix: 0.0.0.0/0, cc: bpf_gemini}
+INV
+export ANSIBLE_HOME=$dir/ansible-home ANSIBLE_LOCAL_TEMP=$dir/ansible-tmp ANSIBLE_FORKS=1 \
+    ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_CONFIG=$dir/ansible.cfg
+: >"$dir/ansible.cfg"  # no ansible.cfg of this machine applies
+play() { # play LOG [extra args]: run the role's playbook, log kept
+    local log=$1; shift
+    ansible-playbook -i "$dir/inventory.yml" "$root/packaging/ansible/site.yml" "$@" >"$dir/$log" 2>&1
+}
+recap() { # recap LOG HOST KEY: a number from the play recap
+    sed -n "s/^$2 *:.*$3=\([0-9]*\).*/\1/p" "$dir/$1"
+}
+journals() { # the xdcc units' journal of every host, for a failure
+    for h in "${hosts[@]}"; do echo "--- $h"; S "$h" journalctl -u xdcc.service -u xdcc-agent.service --no-pager -n 20; done 2>&1
+}
+play run1.log || fail "the first run failed: $(tail -30 "$dir/run1.log"; journals)"
+for h in "${hosts[@]}"; do
+    [[ $(recap run1.log "$h" failed) == 0 && $(recap run1.log "$h" unreachable) == 0 && $(recap run1.log "$h" changed) -gt 0 ]] ||
+        fail "first run on $h: $(grep "^$h " "$dir/run1.log")"
+done
+ok "the role ran on all three hosts ($(grep -c '^h[0-9] .*failed=0' "$dir/run1.log") with failed=0)"
+
+want_default=(bpf_uno bpf_gemini bpf_gemini)
+k=0
+for h in "${hosts[@]}"; do
+    e=$(S "$h" systemctl is-enabled xdcc.service xdcc-agent.service | tr '\n' ' ')
+    [[ $e == "enabled enabled " ]] || fail "$h: units enabled: $e"
+    a=$(S "$h" systemctl is-active xdcc.service xdcc-agent.service | tr '\n' ' ')
+    [[ $a == "active active " ]] || fail "$h: units active: $a"
+    d=$(S "$h" cat /proc/sys/net/ipv4/tcp_congestion_control)
+    [[ $d == "${want_default[$k]}" ]] || fail "$h: default CC $d, want ${want_default[$k]}"
+    S "$h" grep -q "'^prefix = \"10.82.0.0/24\"'" /etc/xdcc/xdcc.toml || fail "$h: the policy is not in its file"
+    t=$(S "$h" xdcc tunable get bpf_uno k_bytes)
+    [[ $t == 31000 ]] || fail "$h: k_bytes = $t"
+    n=$(S "$h" xdcc tunable get bpf_gemini net_link_rate_mbps)
+    [[ $n == 25000 ]] || fail "$h: gemini's net_link_rate_mbps = $n"
+    S "$h" xdcc apply --check >"$dir/check-$h.log" 2>&1 || fail "$h: apply --check: $(cat "$dir/check-$h.log")"
+    S "$h" xdcc stats >/dev/null 2>&1 || fail "$h: the agent does not answer"
+    ok "$h: units enabled and active, default ${want_default[$k]}, tunables and network written, the agent answers, apply --check clean"
+    k=$((k + 1))
+done
+
+play run2.log || fail "the second run failed: $(tail -30 "$dir/run2.log")"
+for h in "${hosts[@]}"; do
+    [[ $(recap run2.log "$h" changed) == 0 && $(recap run2.log "$h" failed) == 0 ]] ||
+        fail "second run changed something on $h: $(grep "^$h " "$dir/run2.log")"
+done
+ok "a second run changes nothing on any host (idempotent)"
+
+S h2 sysctl -qw net.ipv4.tcp_congestion_control=reno
+if S h2 xdcc apply --check >"$dir/drift.log" 2>&1; then fail "h2: a default CC changed by hand is not drift"; fi
+grep -q reno "$dir/drift.log" || fail "h2: the drift report does not name it: $(cat "$dir/drift.log")"
+play run3.log || fail "the third run failed: $(tail -30 "$dir/run3.log")"
+[[ $(recap run3.log h2 changed) == 1 && $(recap run3.log h1 changed) == 0 && $(recap run3.log h3 changed) == 0 ]] ||
+    fail "the drift run: $(grep '^h[0-9] ' "$dir/run3.log")"
+[[ $(S h2 cat /proc/sys/net/ipv4/tcp_congestion_control) == bpf_gemini ]] || fail "h2: default not put back"
+S h2 xdcc apply --check >/dev/null 2>&1 || fail "h2: apply --check after the drift run"
+ok "drift on h2 (default CC set to reno by hand) is reported by apply --check and put back by the next run, on h2 only"
+
+for h in "${hosts[@]}"; do S "$h" sha256sum /etc/xdcc/xdcc.toml; done >"$dir/files.before"
+if play run4.log -e '{"xdcc_ccs": {"uno": {"tunables": {"no_such_knob": 1}}}}'; then
+    fail "a bad tunable in the inventory did not fail the play"
+fi
+grep -q "no_such_knob" "$dir/run4.log" || fail "the failure does not name the bad tunable: $(grep -m3 -i 'fatal\|msg' "$dir/run4.log")"
+for h in "${hosts[@]}"; do S "$h" sha256sum /etc/xdcc/xdcc.toml; done >"$dir/files.after"
+cmp -s "$dir/files.before" "$dir/files.after" || fail "a refused file replaced a host's configuration"
+for h in "${hosts[@]}"; do S "$h" xdcc apply --check >/dev/null 2>&1 || fail "$h: not clean after the refused run"; done
+ok "a bad inventory value (unknown tunable) fails validation, names the tunable, and leaves every host as it was"
+
+for h in "${hosts[@]}"; do S "$h" systemctl --no-block poweroff || true; done
+for h in "${hosts[@]}"; do
+    p=$(cat "$dir/nspawn-$h.pid")
+    for _ in $(seq 30); do kill -0 "$p" 2>/dev/null || break; sleep 1; done
+done
+echo "[ansible] all checks passed"
