@@ -612,6 +612,25 @@ phantom() {
     check "link-fed phantom: the port's mirror holds a backlog" le 1 "$(tail -1 "$work/phl-full.json" | jq .max_mirror_bytes)"
     check "link-fed phantom: flow at 40 % never marked" eq "$(tail -1 "$work/phl-paced.json" | jq .marked)" 0
     expect_fail "mark-phantom: --feed dequeue refused" "enqueue or link" "$X" mark-phantom --iface p0 --rate-mbit 50 --feed dequeue
+    # The marker's counters for Prometheus (--metrics ADDR): typed, labelled
+    # with the marker and its interface, read from its map at every scrape.
+    ip netns exec "$S" "$X" mark-phantom --iface p0 --rate-mbit 50 --size-bytes 100000 --metrics 127.0.0.1:9881 \
+        >"$work/phm.out" 2>"$work/phm.log" &
+    local phm=$!; pids+=("$phm")
+    sleep 1
+    in_ns "$S" iperf3 -c 10.96.0.2 -p 5301 -t 2 -C cubic >/dev/null
+    local get='import sys, urllib.request as u; sys.stdout.write(u.urlopen(u.Request(sys.argv[1], headers=dict(h.split(": ", 1) for h in sys.argv[2:]))).read().decode())'
+    in_ns "$S" python3 -c "$get" http://127.0.0.1:9881/metrics "Accept: application/openmetrics-text;version=1.0.0" >"$work/phm.om" || true
+    in_ns "$S" python3 -c "$get" http://127.0.0.1:9881/metrics >"$work/phm.txt" || true
+    kill $phm; wait $phm || true
+    local scraped
+    scraped=$(sed -n 's/^xdcc_marker_marked_packets_total{marker="phantom",iface="p0"} \([0-9]*\)$/\1/p' "$work/phm.om")
+    log "phantom --metrics: ${scraped:-no} marks scraped mid-run; at exit $(tail -1 "$work/phm.out")"
+    check "phantom --metrics: OpenMetrics, the marks a typed counter" grep -q '^# TYPE xdcc_marker_marked_packets counter' "$work/phm.om"
+    check "phantom --metrics: the scrape counts the marks (> 100)" le 101 "${scraped:-0}"
+    check "phantom --metrics: no more marks scraped than counted at exit" le "${scraped:-0}" "$(tail -1 "$work/phm.out" | jq .marked)"
+    check "phantom --metrics: the Prometheus text format for old scrapers, _total typed" \
+        grep -q '^# TYPE xdcc_marker_marked_packets_total counter' "$work/phm.txt"
 
     # AMRT anti-ECN at the next hop's ingress (= dequeue times of the TBF):
     # a saturated port has (almost) no spare time, a port at 40 % has plenty.

@@ -140,6 +140,9 @@ enum Cmd {
         feed: Option<xdcc_switch::PhantomFeed>,
         #[arg(long)]
         duration: Option<u64>,
+        /// Serve the marker's counters for Prometheus on ADDR (host:port).
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<String>,
     },
     /// AMRT's anti-ECN marker: CE on packets that follow at least one MTU's
     /// transmission time of idle link (spare bandwidth). Attach it where
@@ -166,6 +169,9 @@ enum Cmd {
         transit: bool,
         #[arg(long)]
         duration: Option<u64>,
+        /// Serve the marker's counters for Prometheus on ADDR (host:port).
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<String>,
     },
     /// Switch-port profiles (switch-config/): list, show, apply to or revert
     /// an interface acting as a DC switch or WAN border port.
@@ -181,6 +187,9 @@ enum Cmd {
         /// Stop after this many seconds (default: until SIGINT/SIGTERM).
         #[arg(long)]
         duration: Option<u64>,
+        /// Serve the marker's counters for Prometheus on ADDR (host:port).
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<String>,
     },
     /// Sample TCP sockets and port queues in network namespaces, one JSON
     /// object per line on stdout, until stdin closes (the testbed's sampler).
@@ -649,7 +658,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::Switch(c) => switch_cmd(c),
-        Cmd::MarkAmrt { iface, profile, rate_mbit, mtu, hook, transit, duration } => {
+        Cmd::MarkAmrt { iface, profile, rate_mbit, mtu, hook, transit, duration, metrics } => {
             let (rate_mbit, mtu, transit) = if let Some(name) = profile {
                 let mut p = xdcc_switch::Profile::load(&name)?;
                 if let Some(r) = rate_mbit {
@@ -665,9 +674,9 @@ fn run(cli: Cli) -> Result<()> {
                 };
                 (rate_mbit, mtu.unwrap_or(1500), transit)
             };
-            tokio_rt()?.block_on(mark_amrt(&iface, rate_mbit, mtu, &hook, transit, duration))
+            tokio_rt()?.block_on(mark_amrt(&iface, rate_mbit, mtu, &hook, transit, duration, metrics))
         }
-        Cmd::MarkPhantom { iface, profile, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, feed, duration } => {
+        Cmd::MarkPhantom { iface, profile, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, feed, duration, metrics } => {
             let (cfg, rate_mbit, profile_feed) = if let Some(name) = profile {
                 let mut p = xdcc_switch::Profile::load(&name)?;
                 if let Some(r) = rate_mbit {
@@ -695,9 +704,9 @@ fn run(cli: Cli) -> Result<()> {
                 xdcc_switch::PhantomFeed::Link => cfg.link_fed(rate_mbit * 1_000_000),
             };
             cfg.check().map_err(|e| anyhow::anyhow!("phantom queue: {e}"))?;
-            tokio_rt()?.block_on(mark_phantom(&iface, cfg, duration))
+            tokio_rt()?.block_on(mark_phantom(&iface, cfg, duration, metrics))
         }
-        Cmd::MarkCe { iface, every, duration } => tokio_rt()?.block_on(mark_ce(&iface, every, duration)),
+        Cmd::MarkCe { iface, every, duration, metrics } => tokio_rt()?.block_on(mark_ce(&iface, every, duration, metrics)),
         Cmd::Sample { sockets, ports, interval_ms, duration, ipv6 } => {
             if let Some(d) = duration {
                 if !(d.is_finite() && d > 0.0) {
@@ -882,7 +891,58 @@ fn print_reroute(s: &RerouteSettings) {
     }
 }
 
-async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Option<u64>) -> Result<()> {
+/// A marker's BPF object, shared with its metrics server.
+type SharedBpf = std::sync::Arc<std::sync::Mutex<aya::Ebpf>>;
+
+/// Serves a marker's counters on `addr` (if given), read from its stats map
+/// at every scrape by `values`.
+fn serve_marker_metrics(
+    addr: Option<String>,
+    marker: &'static str,
+    iface: &str,
+    bpf: &SharedBpf,
+    values: fn(&mut aya::Ebpf) -> Result<Vec<metrics::MarkerValue>>,
+) -> Result<()> {
+    let Some(addr) = addr else { return Ok(()) };
+    let (bpf, iface) = (bpf.clone(), iface.to_string());
+    metrics::serve_with(&addr, move || metrics::render_marker(marker, &iface, &values(&mut bpf.lock().unwrap())?))?;
+    println!("{marker} marker's metrics on http://{addr}/metrics");
+    Ok(())
+}
+
+fn phantom_values(bpf: &mut aya::Ebpf) -> Result<Vec<metrics::MarkerValue>> {
+    use metrics::MarkerValue::{Counter, Gauge};
+    let s = ebpf::phantom_stats(bpf)?;
+    Ok(vec![
+        Counter("marker_packets", "packets the marker saw", s.packets),
+        Counter("marker_bytes", "bytes the marker saw", s.bytes),
+        Counter("marker_ect_packets", "ECN-capable packets the marker saw", s.ect_packets),
+        Counter("marker_marked_packets", "packets the marker set CE on", s.marked),
+        Gauge("marker_phantom_max_queue_bytes", "the phantom queue's largest size since the marker started", s.max_queue_bytes),
+        Gauge("marker_phantom_max_mirror_bytes", "the link mirror's largest backlog since the marker started (link feed)", s.max_mirror_bytes),
+    ])
+}
+
+fn amrt_values(bpf: &mut aya::Ebpf) -> Result<Vec<metrics::MarkerValue>> {
+    use metrics::MarkerValue::Counter;
+    let s = ebpf::amrt_stats(bpf)?;
+    Ok(vec![
+        Counter("marker_ect_packets", "ECN-capable packets the marker saw", s.ect_packets),
+        Counter("marker_marked_packets", "packets the marker set CE on (spare bandwidth)", s.marked),
+        Counter("marker_cleared_packets", "packets the marker cleared CE on (transit: no spare bandwidth here)", s.cleared),
+    ])
+}
+
+fn mark_ce_values(bpf: &mut aya::Ebpf) -> Result<Vec<metrics::MarkerValue>> {
+    use metrics::MarkerValue::Counter;
+    let s = ebpf::mark_ce_stats(bpf)?;
+    Ok(vec![
+        Counter("marker_ect_packets", "ECN-capable packets the marker saw", s.ect_seen),
+        Counter("marker_marked_packets", "packets the marker set CE on", s.marked),
+    ])
+}
+
+async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Option<u64>, metrics: Option<String>) -> Result<()> {
     agent::check_interface(iface).await?;
     let mut bpf = ebpf::load()?;
     let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
@@ -897,8 +957,10 @@ async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Op
         "phantom queue on {iface}: drain {} B/s, size {} B, marking {}..{} B, fed {fed}",
         cfg.drain_bytes_per_sec, cfg.size_bytes, cfg.kmin_bytes, cfg.kmax_bytes
     );
+    let bpf: SharedBpf = std::sync::Arc::new(std::sync::Mutex::new(bpf));
+    serve_marker_metrics(metrics, "phantom", iface, &bpf, phantom_values)?;
     wait_stop(duration).await?;
-    let s = ebpf::phantom_stats(&mut bpf)?;
+    let s = ebpf::phantom_stats(&mut bpf.lock().unwrap())?;
     println!(
         "{}",
         serde_json::json!({ "iface": iface, "packets": s.packets, "ect_packets": s.ect_packets,
@@ -907,7 +969,15 @@ async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Op
     Ok(())
 }
 
-async fn mark_amrt(iface: &str, rate_mbit: u64, mtu: u64, hook: &str, transit: bool, duration: Option<u64>) -> Result<()> {
+async fn mark_amrt(
+    iface: &str,
+    rate_mbit: u64,
+    mtu: u64,
+    hook: &str,
+    transit: bool,
+    duration: Option<u64>,
+    metrics: Option<String>,
+) -> Result<()> {
     agent::check_interface(iface).await?;
     let cfg = xdcc_common::AmrtConfig::for_port(rate_mbit * 1_000_000, mtu, transit).map_err(failure::bad_value)?;
     let mut bpf = ebpf::load()?;
@@ -916,8 +986,10 @@ async fn mark_amrt(iface: &str, rate_mbit: u64, mtu: u64, hook: &str, transit: b
     let h = if hook == "egress" { aya::programs::TcAttachType::Egress } else { aya::programs::TcAttachType::Ingress };
     ebpf::attach_tc(&mut bpf, "xdcc_amrt", iface, h)?;
     println!("AMRT anti-ECN marking on {iface} ({hook}, {rate_mbit} Mbit/s, {})", if transit { "transit" } else { "first hop" });
+    let bpf: SharedBpf = std::sync::Arc::new(std::sync::Mutex::new(bpf));
+    serve_marker_metrics(metrics, "amrt", iface, &bpf, amrt_values)?;
     wait_stop(duration).await?;
-    let s = ebpf::amrt_stats(&mut bpf)?;
+    let s = ebpf::amrt_stats(&mut bpf.lock().unwrap())?;
     println!("{}", serde_json::json!({ "iface": iface, "ecn_packets": s.ect_packets, "marked": s.marked, "cleared": s.cleared }));
     Ok(())
 }
@@ -936,15 +1008,17 @@ async fn wait_stop(duration: Option<u64>) -> Result<()> {
     Ok(())
 }
 
-async fn mark_ce(iface: &str, every: u64, duration: Option<u64>) -> Result<()> {
+async fn mark_ce(iface: &str, every: u64, duration: Option<u64>, metrics: Option<String>) -> Result<()> {
     agent::check_interface(iface).await?;
     let mut bpf = ebpf::load()?;
     let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
     ebpf::mark_ce_set(&mut bpf, every)?;
     ebpf::attach_tc(&mut bpf, "xdcc_mark_ce", iface, aya::programs::TcAttachType::Egress)?;
     println!("marking CE on every {every}th ECT packet leaving {iface}");
+    let bpf: SharedBpf = std::sync::Arc::new(std::sync::Mutex::new(bpf));
+    serve_marker_metrics(metrics, "ce", iface, &bpf, mark_ce_values)?;
     wait_stop(duration).await?;
-    let s = ebpf::mark_ce_stats(&mut bpf)?;
+    let s = ebpf::mark_ce_stats(&mut bpf.lock().unwrap())?;
     println!("{}", serde_json::json!({ "iface": iface, "every": every, "ect_packets": s.ect_seen, "marked_segments": s.marked }));
     Ok(())
 }

@@ -6,7 +6,10 @@
 use std::{
     collections::{BTreeMap, HashMap},
     net::SocketAddr,
-    sync::{atomic::AtomicU64, Arc, Mutex},
+    sync::{
+        atomic::{AtomicI64, AtomicU64},
+        Arc, Mutex,
+    },
 };
 
 use anyhow::{bail, Context, Result};
@@ -265,6 +268,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_markers_counters_carry_its_name_and_interface_and_stay_typed_in_both_formats() {
+        use MarkerValue::{Counter, Gauge};
+        let om = render_marker(
+            "phantom",
+            "p0",
+            &[Counter("marker_marked_packets", "packets the marker set CE on", 5), Gauge("marker_phantom_max_queue_bytes", "largest", 70_000)],
+        )
+        .unwrap();
+        assert!(om.contains("# TYPE xdcc_marker_marked_packets counter\n"), "{om}");
+        assert!(om.contains("xdcc_marker_marked_packets_total{marker=\"phantom\",iface=\"p0\"} 5\n"), "{om}");
+        assert!(om.contains("xdcc_marker_phantom_max_queue_bytes{marker=\"phantom\",iface=\"p0\"} 70000\n"), "{om}");
+        assert!(om.contains("xdcc_build_info{version="), "{om}");
+        assert!(om.ends_with("# EOF\n"), "{om}");
+        let text = to_prometheus_text(&om);
+        assert!(text.contains("# TYPE xdcc_marker_marked_packets_total counter\n"), "{text}");
+    }
+
+    #[test]
     fn registered_ccs_name_their_backend() {
         let v = registered_ccs("reno cubic bpf_uno gemini bpf_nosuch dctcp");
         let got: Vec<(&str, &str)> = v.iter().map(|l| (l.cc.as_str(), l.backend.as_str())).collect();
@@ -385,6 +406,11 @@ pub fn to_prometheus_text(openmetrics: &str) -> String {
 /// Serves `/metrics` on `addr` from a background thread: OpenMetrics to
 /// scrapers that ask for it, the Prometheus text format to the others.
 pub fn serve(addr: &str, state: Arc<Mutex<State>>) -> Result<()> {
+    serve_with(addr, move || render(&mut state.lock().unwrap()))
+}
+
+/// `serve` for any renderer of OpenMetrics text (the agent's, a marker's).
+pub fn serve_with(addr: &str, render: impl Fn() -> Result<String> + Send + 'static) -> Result<()> {
     let server = match tiny_http::Server::http(addr) {
         Ok(s) => s,
         Err(e) => bail!("cannot listen for metrics on {addr}: {e}"),
@@ -393,7 +419,7 @@ pub fn serve(addr: &str, state: Arc<Mutex<State>>) -> Result<()> {
         for req in server.incoming_requests() {
             let resp = if req.url() == "/metrics" {
                 let accept = req.headers().iter().find(|h| h.field.equiv("Accept")).map(|h| h.value.as_str().to_string());
-                match render(&mut state.lock().unwrap()) {
+                match render() {
                     Ok(text) => {
                         let (body, ctype) = if wants_openmetrics(accept.as_deref()) {
                             (text, OPENMETRICS_TYPE)
@@ -412,4 +438,37 @@ pub fn serve(addr: &str, state: Arc<Mutex<State>>) -> Result<()> {
         }
     });
     Ok(())
+}
+
+/// One value a switch-side marker (`xdcc mark-*`) counts.
+pub enum MarkerValue {
+    /// Only grows while the marker runs (`<name>_total`).
+    Counter(&'static str, &'static str, u64),
+    /// A level, e.g. the largest queue seen.
+    Gauge(&'static str, &'static str, u64),
+}
+
+/// A marker's counters as OpenMetrics text, every series labelled with the
+/// marker (`phantom`, `amrt`, `ce`) and its interface, plus
+/// `xdcc_build_info`: what `xdcc mark-* --metrics ADDR` serves.
+pub fn render_marker(marker: &str, iface: &str, values: &[MarkerValue]) -> Result<String> {
+    let labels = [("marker".into(), marker.to_string().into()), ("iface".into(), iface.to_string().into())];
+    let mut registry = Registry::with_prefix("xdcc");
+    registry.register("build", "xdcc's version", Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]));
+    let marker_registry = registry.sub_registry_with_labels(labels.into_iter());
+    for v in values {
+        match *v {
+            MarkerValue::Counter(name, help, n) => {
+                marker_registry.register(name, help, prometheus_client::metrics::counter::ConstCounter::new(n))
+            }
+            MarkerValue::Gauge(name, help, n) => {
+                let g: Gauge<i64, AtomicI64> = Gauge::default();
+                g.set(i64::try_from(n).unwrap_or(i64::MAX));
+                marker_registry.register(name, help, g)
+            }
+        }
+    }
+    let mut text = String::new();
+    encode(&mut text, &registry).context("encoding the marker's metrics")?;
+    Ok(text)
 }
