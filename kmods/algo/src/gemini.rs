@@ -158,6 +158,10 @@ pub struct Gemini {
     f_q16: u32,
     /// Largest window in bytes (`max_wnd_bdp` × BDP, cached likewise).
     max_cwnd: u32,
+    /// The last full-path ACK found WAN congestion (its inputs, the
+    /// previous window's RTT_min and RTT_base, change only on that path:
+    /// the fast path reads the verdict instead of recomputing it).
+    wan_congested: bool,
 }
 assert_fits_ca_priv!(Gemini);
 
@@ -201,6 +205,7 @@ impl Gemini {
             && self.base_rtt_ns != 0
             && self.base_rtt_ns >= p.wan_min_base_rtt_ns
             && self.rtt_min_last_ns as u64 > (self.base_rtt_ns as u64).saturating_add(p.t_ns as u64);
+        self.wan_congested = congested_wan;
 
         if congested_dcn || congested_wan {
             // "time since last cwnd reduction > 1 RTT": the acked packet left
@@ -278,6 +283,7 @@ impl CongestionControl for Gemini {
             base_rtt_ns: init.rtt_hint_ns,
             rtt_min_round_ns: 0,
             rtt_min_last_ns: 0,
+            wan_congested: false,
             // DCTCP starts α at 1 (`dctcp_alpha_on_init`): the first marks
             // after slow start cut by the full F, so the overshoot is undone.
             alpha_q16: ONE,
@@ -305,7 +311,7 @@ impl CongestionControl for Gemini {
         if slow
             || self.w.in_slow_start()
             || s.send_time_ns >= self.round_start_ns
-            || (self.rtt_min_last_ns as u64 > base as u64 + p.t_ns as u64 && base >= p.wan_min_base_rtt_ns)
+            || self.wan_congested
         {
             return self.on_ack_full(p, s);
         }

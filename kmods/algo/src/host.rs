@@ -78,22 +78,34 @@ impl HostDelay {
     }
 
     /// One RTT sample in ns (0: none); `gain_q16` 0 keeps the estimate at 0.
+    /// Returns whether a round ended (the estimate may have changed): what
+    /// an algorithm that caches a value derived from it refreshes on.
     #[inline(always)]
-    pub fn sample(&mut self, rtt_ns: u32, gain_q16: u32) {
+    pub fn sample(&mut self, rtt_ns: u32, gain_q16: u32) -> bool {
         let us = rtt_ns / 1000;
-        if us == 0 || us > MAX_SAMPLE_US {
-            return;
+        if us.wrapping_sub(1) >= MAX_SAMPLE_US {
+            return false; // 0 or above 4095 µs
         }
-        let us = us as u16; // ≤ 4095: checked above
-        let min = self.round_min & VALUE;
-        let n = (self.round_min >> COUNT_SHIFT) + 1; // ≤ 16: the round ends at 16
-        let min = if min == 0 || us < min { us } else { min };
-        let sum = self.round_sum.saturating_add(us); // ≤ 16 × 4095 < 2^16
-        if n < ROUND_SAMPLES {
-            self.round_min = (n << COUNT_SHIFT) | min;
+        let us = us as u16; // 1..=4095: checked above
+        let packed = self.round_min;
+        // (0 is "no sample yet": `min - 1` wraps above every sample)
+        let min = packed & VALUE;
+        let min = if us <= min.wrapping_sub(1) { us } else { min };
+        // ≤ 16 × 4095 < 2^16: the round ends at 16 samples
+        let sum = self.round_sum.wrapping_add(us);
+        if packed < (ROUND_SAMPLES - 1) << COUNT_SHIFT {
+            self.round_min = ((packed & !VALUE) + (1 << COUNT_SHIFT)) | min;
             self.round_sum = sum;
-            return;
+            return false;
         }
+        self.end_round(sum, min, gain_q16);
+        true
+    }
+
+    /// The 16th sample's work: the round's `mean − min` into the EWMA.
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
+    fn end_round(&mut self, sum: u16, min: u16, gain_q16: u32) {
         self.restart_round();
         if gain_q16 == 0 {
             self.host_us = 0;

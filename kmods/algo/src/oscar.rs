@@ -261,20 +261,34 @@ impl Estimator {
     /// stale (idle, stall) and is discarded.
     #[inline]
     pub fn add(&mut self, s: &Sample, tau_ns: u64) -> Option<Estimate> {
-        self.add_within(s, tau_ns, mul_sat(tau_ns, 4))
+        self.add_within(s, tau_ns, || mul_sat(tau_ns, 4))
     }
 
     /// [`Estimator::add`] with the stale bound given: a batch spanning more
-    /// than `stale_ns` is discarded.
+    /// than `stale_ns` is discarded (asked for only when the sample does
+    /// not simply extend the batch: it costs a division).
     #[inline]
-    pub fn add_within(&mut self, s: &Sample, tau_ns: u64, stale_ns: u64) -> Option<Estimate> {
-        let x = s.send_ns.wrapping_sub(self.start_ns);
-        // Common case: inside a started batch, in order, not ending it.
-        if self.started && s.send_ns >= self.start_ns && x < tau_ns {
-            self.accumulate(x, s);
+    pub fn add_within(&mut self, s: &Sample, tau_ns: u64, stale_ns: impl FnOnce() -> u64) -> Option<Estimate> {
+        if self.try_extend(s, tau_ns) {
             return None;
         }
-        self.add_slow(s, tau_ns, stale_ns)
+        self.add_slow(s, tau_ns, stale_ns())
+    }
+
+    /// The common case of [`Estimator::add_within`]: a sample inside a
+    /// started batch, in order, not ending it, is accumulated (true);
+    /// anything else is left to `add_within` (false).
+    #[inline(always)]
+    pub fn try_extend(&mut self, s: &Sample, tau_ns: u64) -> bool {
+        // (`x < tau_ns` also says the sample is not older than the batch:
+        // one sent before `start_ns` wraps x above 2^63, send times being
+        // ns since boot, far above any τ.)
+        let x = s.send_ns.wrapping_sub(self.start_ns);
+        if self.started && x < tau_ns {
+            self.accumulate(x, s);
+            return true;
+        }
+        false
     }
 
     #[inline]
@@ -448,11 +462,43 @@ impl Oscar {
         core::cmp::max(mul_q16(self.pipe_rtt_ns() as u64, p.tau_q16), 1)
     }
 
+    /// Every ACK with an RTT sample, after the base RTT: the host-delay
+    /// estimate, then the sample into the estimator (Algorithm 2 when a
+    /// batch ends).
+    #[inline(always)]
+    fn ack_body(&mut self, p: &Params, s: &AckSample) {
+        self.host.sample(s.rtt_ns, p.host_delay_gain_q16);
+        let send = if s.send_time_ns != 0 { s.send_time_ns } else { s.now_ns.saturating_sub(s.rtt_ns as u64) };
+        let tau = self.tau_ns(p);
+        if s.inflight_at_send == 0 {
+            return; // unknown in-flight-at-send: the ⟨delay, window⟩ loop cannot use it
+        }
+        let sample = Sample { send_ns: send, delay_ns: s.rtt_ns, inflight: s.inflight_at_send, acked: s.acked_bytes };
+        if !self.est.try_extend(&sample, tau) {
+            self.batch_boundary(p, s, send, tau);
+        }
+    }
+
+    /// A sample that does not simply extend the estimator's batch: it may
+    /// end the batch (an estimate, then Algorithm 2 on it), start one, or
+    /// find it stale. Off the ACK fast path.
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
+    fn batch_boundary(&mut self, p: &Params, s: &AckSample, send: u64, tau: u64) {
+        let sample = Sample { send_ns: send, delay_ns: s.rtt_ns, inflight: s.inflight_at_send, acked: s.acked_bytes };
+        let rate = self.rate_bytes_per_sec;
+        if let Some(e) = self.est.add_within(&sample, tau, || Self::stale_ns(p, rate, tau)) {
+            if !s.app_limited || e.delay_ns as u64 > self.base_rtt_ns as u64 {
+                self.control(p, &e);
+            }
+        }
+    }
+
     /// A batch is stale (a stall) beyond 4τ, or beyond the time the flow's
     /// own pacing rate takes to send 8 MTUs (four delayed-ACK pairs), so
     /// that a sparse flow's batches still reach 3 samples (module doc).
-    fn stale_ns(&self, p: &Params, tau_ns: u64) -> u64 {
-        let spacing = mul_div(8 * p.mtu as u64, NSEC_PER_SEC, core::cmp::max(self.rate_bytes_per_sec, 1));
+    fn stale_ns(p: &Params, rate_bytes_per_sec: u64, tau_ns: u64) -> u64 {
+        let spacing = mul_div(8 * p.mtu as u64, NSEC_PER_SEC, core::cmp::max(rate_bytes_per_sec, 1));
         core::cmp::max(mul_sat(tau_ns, 4), spacing)
     }
 }
@@ -483,18 +529,7 @@ impl CongestionControl for Oscar {
         if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
             self.set_outputs(p);
         }
-        self.host.sample(s.rtt_ns, p.host_delay_gain_q16);
-        let send = if s.send_time_ns != 0 { s.send_time_ns } else { s.now_ns.saturating_sub(s.rtt_ns as u64) };
-        let tau = self.tau_ns(p);
-        if s.inflight_at_send == 0 {
-            return; // unknown in-flight-at-send: the ⟨delay, window⟩ loop cannot use it
-        }
-        let sample = Sample { send_ns: send, delay_ns: s.rtt_ns, inflight: s.inflight_at_send, acked: s.acked_bytes };
-        if let Some(e) = self.est.add_within(&sample, tau, self.stale_ns(p, tau)) {
-            if !s.app_limited || e.delay_ns as u64 > self.base_rtt_ns as u64 {
-                self.control(p, &e);
-            }
-        }
+        self.ack_body(p, s);
     }
 
     fn on_event(&mut self, p: &Params, e: Event, now: u64) {
