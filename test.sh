@@ -32,6 +32,9 @@ fi
 
 echo "[test] eBPF toolchain (rustc-web, bpf-linker, bpftool, test tools)" >&2
 XDCC_BPF_LINKER_DIR=$(ebpf/install-toolchain.sh)
+
+echo "[test] the CLI crate's unit tests without building any BPF object (XDCC_NO_BPF=1: no bpf-linker, no BTF)" >&2
+XDCC_NO_BPF=1 cargo test --release --locked -p xdcc
 export XDCC_BPF_LINKER_DIR
 
 echo "[test] cargo tests (release build: overflow checks stay on, as in the kernel)" >&2

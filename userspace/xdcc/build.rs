@@ -8,7 +8,10 @@
 //! bpf-linker's directory. bpf-linker is looked up in $XDCC_BPF_LINKER_DIR,
 //! then on PATH, then in the install script's cache. `XDCC_EBPF_OBJECT=path`
 //! uses a prebuilt object instead; `XDCC_BPF_CC_DIR=dir` prebuilt
-//! `bpf_<cc>.o` files. The struct_ops build reads the build machine's kernel
+//! `bpf_<cc>.o` files. `XDCC_NO_BPF=1` embeds no objects at all: the CLI's
+//! logic builds and its unit tests run without the BPF toolchain or BTF,
+//! and every command that would load a BPF program says the binary was
+//! built without them. The struct_ops build reads the build machine's kernel
 //! BTF (/sys/kernel/btf/vmlinux) for the type layouts; CO-RE relocations let
 //! the objects load on other kernels.
 use std::{
@@ -21,6 +24,10 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.join("../..").canonicalize().unwrap();
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    println!("cargo:rustc-check-cfg=cfg(xdcc_no_bpf)");
+    if no_bpf() {
+        println!("cargo:rustc-cfg=xdcc_no_bpf");
+    }
     build_ebpf_programs(&root, &out);
     build_bpf_ccs(&root, &out);
 }
@@ -37,12 +44,25 @@ fn build_bpf_ccs(root: &Path, out: &Path) {
     std::fs::write(dest.join("objects.rs"), table).expect("writing objects.rs");
 }
 
+/// `XDCC_NO_BPF` set (to anything but 0): no BPF objects, empty files instead.
+fn no_bpf() -> bool {
+    println!("cargo:rerun-if-env-changed=XDCC_NO_BPF");
+    env::var("XDCC_NO_BPF").is_ok_and(|v| v != "0")
+}
+
 fn build_bpf_objects(root: &Path, out: &Path, ccs: &[&str]) {
     println!("cargo:rerun-if-env-changed=XDCC_BPF_CC_DIR");
     for p in ["kmods/bpf", "kmods/algo/src"] {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
     let dest = out.join("bpf-cc");
+    if no_bpf() {
+        std::fs::create_dir_all(&dest).unwrap();
+        for cc in ccs {
+            std::fs::write(dest.join(format!("bpf_{cc}.o")), b"").unwrap();
+        }
+        return;
+    }
     if let Ok(dir) = env::var("XDCC_BPF_CC_DIR") {
         std::fs::create_dir_all(&dest).unwrap();
         for cc in ccs {
@@ -80,6 +100,10 @@ fn build_ebpf_programs(root: &Path, out: &Path) {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
     let dest = out.join("xdcc-ebpf.o");
+    if no_bpf() {
+        std::fs::write(&dest, b"").unwrap();
+        return;
+    }
     if let Ok(obj) = env::var("XDCC_EBPF_OBJECT") {
         std::fs::copy(&obj, &dest).unwrap_or_else(|e| panic!("XDCC_EBPF_OBJECT={obj}: {e}"));
         return;

@@ -32,7 +32,6 @@ use crate::{
     flows::{self, FlowView},
     metrics,
     proto::{Request, Response},
-    sockdiag,
 };
 
 pub struct State {
@@ -107,7 +106,7 @@ impl State {
         if all {
             entries.extend(self.retained.iter().map(|((k, _), (st, _))| (*k, *st)));
         }
-        let sockets = sockdiag::tcp_sockets().unwrap_or_else(|e| {
+        let sockets = flows::tcp_sockets().unwrap_or_else(|e| {
             log::warn!("sock_diag unavailable: {e:#}");
             Vec::new()
         });
@@ -116,6 +115,30 @@ impl State {
 
     pub fn counters(&mut self) -> Result<Counters> {
         ebpf::counters(&mut self.bpf)
+    }
+
+    /// What a metrics scrape shows, read from the eBPF maps, sock_diag and
+    /// the kernel's CC list and tunables.
+    pub fn scrape(&mut self) -> Result<metrics::Scrape> {
+        let flows = self.flows(true)?;
+        let counters = self.counters()?;
+        let available = crate::kernel::read_sysctl("net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+        let ccs = metrics::registered(&available)
+            .into_iter()
+            .map(|(cc, backend)| {
+                // (A CC whose store cannot be read here, e.g. Linux's own
+                // dctcp module, has no tunables to show.)
+                let tunables = crate::kernel::tunable_store(&cc).and_then(|s| s.list()).unwrap_or_default();
+                metrics::RegisteredCc { cc, backend, tunables }
+            })
+            .collect();
+        Ok(metrics::Scrape { flows, counters, ccs })
+    }
+
+    /// One scrape rendered as OpenMetrics text.
+    pub fn render_metrics(&mut self) -> Result<String> {
+        let scrape = self.scrape()?;
+        metrics::render(&scrape, &mut self.totals)
     }
 
     fn stats(&mut self) -> Result<Stats> {
@@ -194,7 +217,7 @@ impl State {
                     log::info!("forced reroute of {} flow(s)", keys.len());
                     Response::ok(serde_json::json!({ "flows": keys.len() }))
                 }
-                Request::Metrics => Response::ok(metrics::render(self)?),
+                Request::Metrics => Response::ok(self.render_metrics()?),
             })
         })();
         r.unwrap_or_else(|e| Response::err(format!("{e:#}")))
@@ -274,7 +297,8 @@ pub async fn run(cfg: AgentConfig) -> Result<()> {
         totals: Default::default(),
     }));
     if let Some(addr) = &cfg.metrics {
-        metrics::serve(addr, state.clone())?;
+        let state = state.clone();
+        metrics::serve_with(addr, move || state.lock().unwrap().render_metrics())?;
         log::info!("Prometheus metrics on http://{addr}/metrics");
     }
     tokio::spawn(log_pump(logger));

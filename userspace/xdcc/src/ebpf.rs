@@ -15,6 +15,9 @@ use xdcc_common::{AmrtConfig, AmrtStats, Config, Counters, FlowKey, FlowStats, M
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdcc-ebpf.o"));
 
 pub fn load() -> Result<Ebpf> {
+    if OBJECT.is_empty() {
+        anyhow::bail!("this xdcc was built without its eBPF programs (XDCC_NO_BPF): rebuild without it");
+    }
     bump_memlock();
     EbpfLoader::new().load(OBJECT).context("loading the xdcc eBPF object (are you root?)")
 }

@@ -1,5 +1,6 @@
 //! One row per TCP flow: the eBPF flow table joined with the kernel's
-//! tcp_info (sock_diag), as a human table or JSON.
+//! tcp_info (sock_diag) and, for a BPF CC, its state from the CC's flow
+//! iterator, as a human table or JSON. The one place that joins sources.
 
 use std::{
     collections::HashMap,
@@ -9,7 +10,29 @@ use std::{
 use serde::{Deserialize, Serialize};
 use xdcc_common::{path_label, FlowKey, FlowStats, RerouteReason};
 
-use crate::sockdiag::{canonical, CcState, TcpSocket};
+use crate::sockdiag::{self, canonical, CcState, TcpSocket};
+
+/// Every TCP socket but listeners (sock_diag), with the algorithm state of
+/// the ones on a BPF CC loaded by xdcc (its flow iterator). A BPF CC whose
+/// iterator cannot be read or parsed is warned about and its sockets shown
+/// without that state: one bad program does not hide the others' sockets.
+pub fn tcp_sockets() -> anyhow::Result<Vec<TcpSocket>> {
+    let mut out = sockdiag::tcp_sockets()?;
+    if !out.iter().any(|s| s.cc_state.is_none() && s.cc.starts_with("bpf_")) {
+        return Ok(out);
+    }
+    let infos = crate::bpfcc::flow_infos().unwrap_or_else(|e| {
+        log::warn!("BPF CC state unavailable: {e:#}");
+        Vec::new()
+    });
+    let bpf: HashMap<(SocketAddr, SocketAddr), CcState> =
+        infos.into_iter().filter_map(|f| Some(((f.local, f.remote), CcState::decode(&f.cc, &f.info)?))).collect();
+    for s in out.iter_mut().filter(|s| s.cc_state.is_none() && s.cc.starts_with("bpf_")) {
+        let key = (sockdiag::canonical_addr(s.local), sockdiag::canonical_addr(s.remote));
+        s.cc_state = bpf.get(&key).cloned();
+    }
+    Ok(out)
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FlowView {

@@ -6,10 +6,7 @@
 use std::{
     collections::{BTreeMap, HashMap},
     net::SocketAddr,
-    sync::{
-        atomic::{AtomicI64, AtomicU64},
-        Arc, Mutex,
-    },
+    sync::atomic::{AtomicI64, AtomicU64},
 };
 
 use anyhow::{bail, Context, Result};
@@ -20,10 +17,9 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::{
-    agent::State,
-    flows::{FlowView, RTT_LE_US},
-};
+use xdcc_common::Counters;
+
+use crate::flows::{FlowView, RTT_LE_US};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CcLabel {
@@ -159,23 +155,47 @@ impl Totals {
     }
 }
 
-/// One scrape: per-CC flow counters and gauges, and the agent-wide counters.
-pub fn render(state: &mut State) -> Result<String> {
-    let flows = state.flows(true)?;
-    let c = state.counters()?;
-    state.totals.update(&flows);
+/// What one scrape reads from the system; the agent gathers it
+/// (`agent::State::scrape`), [`render`] turns it into text.
+pub struct Scrape {
+    /// Every flow the agent knows, the retained closed ones included.
+    pub flows: Vec<FlowView>,
+    /// The agent's eBPF counters.
+    pub counters: Counters,
+    /// Each xdcc CC registered in the kernel: name, backend, tunables.
+    pub ccs: Vec<RegisteredCc>,
+}
+
+/// An xdcc CC registered in the kernel (`xdcc_cc_info`, `xdcc_cc_tunable`).
+pub struct RegisteredCc {
+    pub cc: String,
+    /// `bpf` (struct_ops) or `module`.
+    pub backend: String,
+    /// As `xdcc tunable list` shows them (none where the store cannot be
+    /// read, e.g. Linux's own dctcp module).
+    pub tunables: Vec<(String, u64)>,
+}
+
+/// The xdcc CCs among the kernel's available ones, with their backend:
+/// what [`Scrape::ccs`] lists (the tunables are read by the caller).
+pub fn registered(available: &str) -> Vec<(String, String)> {
+    registered_ccs(available).into_iter().map(|l| (l.cc, l.backend)).collect()
+}
+
+/// One scrape as OpenMetrics text: per-CC flow counters (accumulated in
+/// `totals` across scrapes) and gauges, the registered CCs and their
+/// tunables, the agent-wide counters. No I/O: everything comes in `scrape`.
+pub fn render(scrape: &Scrape, totals: &mut Totals) -> Result<String> {
+    let (flows, c) = (&scrape.flows, &scrape.counters);
+    totals.update(flows);
     let mut reg = Registry::with_prefix("xdcc");
     reg.register("build", "the agent's version", Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]));
     let cc_info = Family::<CcBackendLabel, Gauge>::default();
     let tunables = Family::<CcTunableLabel, Gauge>::default();
-    let available = crate::kernel::read_sysctl("net/ipv4/tcp_available_congestion_control").unwrap_or_default();
-    for l in registered_ccs(&available) {
-        cc_info.get_or_create(&l).set(1);
-        // (A CC whose store cannot be read here, e.g. Linux's own dctcp
-        // module, has no tunables to show.)
-        let knobs = crate::kernel::tunable_store(&l.cc).and_then(|s| s.list()).unwrap_or_default();
-        for (name, v) in knobs {
-            tunables.get_or_create(&CcTunableLabel { cc: l.cc.clone(), name }).set(i64::try_from(v).unwrap_or(i64::MAX));
+    for r in &scrape.ccs {
+        cc_info.get_or_create(&CcBackendLabel { cc: r.cc.clone(), backend: r.backend.clone() }).set(1);
+        for (name, v) in &r.tunables {
+            tunables.get_or_create(&CcTunableLabel { cc: r.cc.clone(), name: name.clone() }).set(i64::try_from(*v).unwrap_or(i64::MAX));
         }
     }
     reg.register("cc_info", "xdcc congestion controls registered in the kernel, by backend", cc_info);
@@ -186,12 +206,12 @@ pub fn render(state: &mut State) -> Result<String> {
     );
     for (i, (name, help)) in FLOW_COUNTERS.iter().enumerate() {
         let fam = Family::<CcLabel, Counter>::default();
-        for (cc, v) in &state.totals.by_cc {
+        for (cc, v) in &totals.by_cc {
             fam.get_or_create(&CcLabel { cc: cc.clone() }).inc_by(v[i]);
         }
         reg.register(*name, *help, fam);
     }
-    let rtt = RttHistograms(state.totals.by_cc.iter().map(|(cc, t)| (CcLabel { cc: cc.clone() }, *t)).collect());
+    let rtt = RttHistograms(totals.by_cc.iter().map(|(cc, t)| (CcLabel { cc: cc.clone() }, *t)).collect());
     reg.register(
         "cc_rtt_seconds",
         "RTT samples of the CC's flows (the agent's per-ACK samples; each counts under the first bound at or above its eBPF bucket's upper edge, the sum at the buckets' midpoints)",
@@ -283,6 +303,26 @@ mod tests {
         assert!(om.ends_with("# EOF\n"), "{om}");
         let text = to_prometheus_text(&om);
         assert!(text.contains("# TYPE xdcc_marker_marked_packets_total counter\n"), "{text}");
+    }
+
+    #[test]
+    fn a_scrape_renders_without_the_agent_counters_growing_across_scrapes() {
+        let counters = Counters { flows_opened: 3, flows_closed: 1, reroutes: 2, ..Default::default() };
+        let ccs = vec![RegisteredCc { cc: "bpf_uno".into(), backend: "bpf".into(), tunables: vec![("k_bytes".into(), 31_000)] }];
+        let mut scrape = Scrape { flows: vec![flow(1, "bpf_uno", 100), flow(2, "cubic", 7)], counters, ccs };
+        let mut totals = Totals::default();
+        render(&scrape, &mut totals).unwrap();
+        scrape.flows[0].bytes_sent = 250;
+        let om = render(&scrape, &mut totals).unwrap();
+        let line = |prefix: &str| om.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix} in {om}")).to_string();
+        assert_eq!(line("xdcc_cc_bytes_sent_total{cc=\"bpf_uno\"}"), "xdcc_cc_bytes_sent_total{cc=\"bpf_uno\"} 250");
+        assert_eq!(line("xdcc_cc_bytes_sent_total{cc=\"cubic\"}"), "xdcc_cc_bytes_sent_total{cc=\"cubic\"} 7");
+        assert_eq!(line("xdcc_cc_info{"), "xdcc_cc_info{cc=\"bpf_uno\",backend=\"bpf\"} 1");
+        assert_eq!(line("xdcc_cc_tunable{"), "xdcc_cc_tunable{cc=\"bpf_uno\",name=\"k_bytes\"} 31000");
+        assert_eq!(line("xdcc_cc_open_flows{cc=\"bpf_uno\"}"), "xdcc_cc_open_flows{cc=\"bpf_uno\"} 1");
+        assert_eq!(line("xdcc_flows_opened_total"), "xdcc_flows_opened_total 3");
+        assert_eq!(line("xdcc_reroutes_total"), "xdcc_reroutes_total 2");
+        assert!(om.ends_with("# EOF\n"));
     }
 
     #[test]
@@ -403,13 +443,9 @@ pub fn to_prometheus_text(openmetrics: &str) -> String {
     out
 }
 
-/// Serves `/metrics` on `addr` from a background thread: OpenMetrics to
+/// Serves `/metrics` on `addr` from a background thread, rendered by
+/// `render` at every scrape (the agent's, a marker's): OpenMetrics to
 /// scrapers that ask for it, the Prometheus text format to the others.
-pub fn serve(addr: &str, state: Arc<Mutex<State>>) -> Result<()> {
-    serve_with(addr, move || render(&mut state.lock().unwrap()))
-}
-
-/// `serve` for any renderer of OpenMetrics text (the agent's, a marker's).
 pub fn serve_with(addr: &str, render: impl Fn() -> Result<String> + Send + 'static) -> Result<()> {
     let server = match tiny_http::Server::http(addr) {
         Ok(s) => s,

@@ -2,10 +2,7 @@
 //! (INET_DIAG with tcp_info and the congestion control's name): the same
 //! source `ss -tin` reads, without parsing its output.
 
-use std::{
-    collections::HashMap,
-    net::{IpAddr, SocketAddr},
-};
+use std::net::{IpAddr, SocketAddr};
 
 use anyhow::{Context, Result};
 use netlink_packet_sock_diag::{
@@ -155,23 +152,18 @@ pub fn state_name(s: u8) -> &'static str {
     }
 }
 
-/// Every TCP socket (IPv4 and IPv6) except listeners, with the CC state of
-/// the ones on a BPF CC loaded by xdcc.
+/// Every TCP socket (IPv4 and IPv6) except listeners, as sock_diag reports
+/// them (a module CC's state included; a BPF CC's comes from its flow
+/// iterator: `flows::tcp_sockets` joins the two).
 pub fn tcp_sockets() -> Result<Vec<TcpSocket>> {
     let mut out = dump(AF_INET)?;
     out.extend(dump(AF_INET6)?);
-    let bpf: HashMap<(SocketAddr, SocketAddr), CcState> = crate::bpfcc::flow_infos()?
-        .into_iter()
-        .filter_map(|f| Some(((f.local, f.remote), CcState::decode(&f.cc, &f.info)?)))
-        .collect();
-    for s in out.iter_mut().filter(|s| s.cc_state.is_none() && s.cc.starts_with("bpf_")) {
-        let key = (canonical_addr(s.local), canonical_addr(s.remote));
-        s.cc_state = bpf.get(&key).cloned();
-    }
     Ok(out)
 }
 
-fn canonical_addr(a: SocketAddr) -> SocketAddr {
+/// The address as sock_diag and the BPF flow iterators both key it (an
+/// IPv4-mapped IPv6 address as IPv4).
+pub fn canonical_addr(a: SocketAddr) -> SocketAddr {
     SocketAddr::new(canonical(a.ip()), a.port())
 }
 

@@ -1,0 +1,258 @@
+//! `xdcc mark-phantom`, `mark-amrt`, `mark-ce`: the switch-side eBPF
+//! markers, each a foreground process on the switch or router host that
+//! prints its counts at exit and, with `--metrics`, serves them.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use xdcc::{agent, ebpf, failure, metrics};
+
+use super::{tokio_rt, wait_stop};
+
+#[derive(Args)]
+pub struct MarkPhantomArgs {
+    #[arg(long)]
+    iface: String,
+    /// A switch profile (shipped name or .toml) with a [phantom] section.
+    #[arg(long, conflicts_with_all = ["drain_pct", "size_bytes", "kmin_pct", "kmax_pct"])]
+    profile: Option<String>,
+    /// The port's line rate (required without --profile; with one, it
+    /// replaces the profile's rate as in `switch apply --rate-mbit`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=400_000))]
+    rate_mbit: Option<u64>,
+    /// Drain rate in % of the line rate (Uno: 90).
+    #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u64).range(1..=100))]
+    drain_pct: u64,
+    /// Phantom queue size (default: 1 ms at line rate, at least 30 kB).
+    #[arg(long)]
+    size_bytes: Option<u64>,
+    #[arg(long, default_value_t = 20)]
+    kmin_pct: u64,
+    #[arg(long, default_value_t = 80)]
+    kmax_pct: u64,
+    /// What the queue counts: `enqueue` (every packet entering the port,
+    /// as Uno's simulator; the default) or `link` (what the port
+    /// transmits, at most the line rate, as HULL places it: for software
+    /// switches that forward in CPU-batched bursts). Replaces a profile's.
+    #[arg(long)]
+    feed: Option<xdcc_switch::PhantomFeed>,
+    #[arg(long)]
+    duration: Option<u64>,
+    /// Serve the marker's counters for Prometheus on ADDR (host:port).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+}
+
+#[derive(Args)]
+pub struct MarkAmrtArgs {
+    #[arg(long)]
+    iface: String,
+    /// A switch profile (shipped name or .toml) with an [amrt] section:
+    /// the port's rate, MTU and position (transit or first hop).
+    #[arg(long, conflicts_with_all = ["mtu", "transit"])]
+    profile: Option<String>,
+    /// Line rate of the port whose dequeue times the hook sees (required
+    /// without --profile; with one, it replaces the profile's rate).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=400_000))]
+    rate_mbit: Option<u64>,
+    #[arg(long, value_parser = clap::value_parser!(u64).range(576..=9216))]
+    mtu: Option<u64>,
+    /// ingress (default: the next hop of a shaped port) or egress.
+    #[arg(long, default_value = "ingress", value_parser = ["ingress", "egress"])]
+    hook: String,
+    /// Transit switch: CE = CE AND spare (default: first hop, CE = spare).
+    #[arg(long)]
+    transit: bool,
+    #[arg(long)]
+    duration: Option<u64>,
+    /// Serve the marker's counters for Prometheus on ADDR (host:port).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+}
+
+#[derive(Args)]
+pub struct MarkCeArgs {
+    #[arg(long)]
+    iface: String,
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    every: u64,
+    /// Stop after this many seconds (default: until SIGINT/SIGTERM).
+    #[arg(long)]
+    duration: Option<u64>,
+    /// Serve the marker's counters for Prometheus on ADDR (host:port).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+}
+
+pub fn run_phantom(a: MarkPhantomArgs) -> Result<()> {
+    let MarkPhantomArgs { iface, profile, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, feed, duration, metrics } = a;
+    let (cfg, rate_mbit, profile_feed) = if let Some(name) = profile {
+        let mut p = xdcc_switch::Profile::load(&name)?;
+        if let Some(r) = rate_mbit {
+            p = p.with_rate(r)?;
+        }
+        let Some(ph) = &p.phantom else {
+            bail!("switch profile {name} has no [phantom] section");
+        };
+        let size = p.phantom_size_bytes();
+        let cfg = xdcc_common::PhantomConfig::for_port(p.port.rate_mbit * 1_000_000, ph.drain_pct, size, ph.kmin_pct, ph.kmax_pct);
+        (cfg, p.port.rate_mbit, ph.feed)
+    } else {
+        let Some(rate_mbit) = rate_mbit else {
+            bail!("give --rate-mbit (the port's line rate) or --profile");
+        };
+        let size = size_bytes.unwrap_or((rate_mbit * 1_000_000 / 8 / 1000).max(30_000));
+        if !(kmin_pct < kmax_pct && kmax_pct <= 100) {
+            bail!("need --kmin-pct < --kmax-pct <= 100 (got {kmin_pct}, {kmax_pct})");
+        }
+        let cfg = xdcc_common::PhantomConfig::for_port(rate_mbit * 1_000_000, drain_pct, size, kmin_pct, kmax_pct);
+        (cfg, rate_mbit, xdcc_switch::PhantomFeed::Enqueue)
+    };
+    let cfg = match feed.unwrap_or(profile_feed) {
+        xdcc_switch::PhantomFeed::Enqueue => cfg,
+        xdcc_switch::PhantomFeed::Link => cfg.link_fed(rate_mbit * 1_000_000),
+    };
+    cfg.check().map_err(|e| anyhow::anyhow!("phantom queue: {e}"))?;
+    tokio_rt()?.block_on(mark_phantom(&iface, cfg, duration, metrics))
+}
+
+pub fn run_amrt(a: MarkAmrtArgs) -> Result<()> {
+    let MarkAmrtArgs { iface, profile, rate_mbit, mtu, hook, transit, duration, metrics } = a;
+    let (rate_mbit, mtu, transit) = if let Some(name) = profile {
+        let mut p = xdcc_switch::Profile::load(&name)?;
+        if let Some(r) = rate_mbit {
+            p = p.with_rate(r)?;
+        }
+        let Some(a) = &p.amrt else {
+            bail!("switch profile {name} has no [amrt] section");
+        };
+        (p.port.rate_mbit, p.port.mtu, a.transit)
+    } else {
+        let Some(rate_mbit) = rate_mbit else {
+            bail!("give --rate-mbit (the port's line rate) or --profile");
+        };
+        (rate_mbit, mtu.unwrap_or(1500), transit)
+    };
+    tokio_rt()?.block_on(mark_amrt(&iface, rate_mbit, mtu, &hook, transit, duration, metrics))
+}
+
+pub fn run_ce(a: MarkCeArgs) -> Result<()> {
+    tokio_rt()?.block_on(mark_ce(&a.iface, a.every, a.duration, a.metrics))
+}
+
+/// A marker's BPF object, shared with its metrics server.
+type SharedBpf = std::sync::Arc<std::sync::Mutex<aya::Ebpf>>;
+
+/// Serves a marker's counters on `addr` (if given), read from its stats map
+/// at every scrape by `values`.
+fn serve_marker_metrics(
+    addr: Option<String>,
+    marker: &'static str,
+    iface: &str,
+    bpf: &SharedBpf,
+    values: fn(&mut aya::Ebpf) -> Result<Vec<metrics::MarkerValue>>,
+) -> Result<()> {
+    let Some(addr) = addr else { return Ok(()) };
+    let (bpf, iface) = (bpf.clone(), iface.to_string());
+    metrics::serve_with(&addr, move || metrics::render_marker(marker, &iface, &values(&mut bpf.lock().unwrap())?))?;
+    println!("{marker} marker's metrics on http://{addr}/metrics");
+    Ok(())
+}
+
+fn phantom_values(bpf: &mut aya::Ebpf) -> Result<Vec<metrics::MarkerValue>> {
+    use metrics::MarkerValue::{Counter, Gauge};
+    let s = ebpf::phantom_stats(bpf)?;
+    Ok(vec![
+        Counter("marker_packets", "packets the marker saw", s.packets),
+        Counter("marker_bytes", "bytes the marker saw", s.bytes),
+        Counter("marker_ect_packets", "ECN-capable packets the marker saw", s.ect_packets),
+        Counter("marker_marked_packets", "packets the marker set CE on", s.marked),
+        Gauge("marker_phantom_max_queue_bytes", "the phantom queue's largest size since the marker started", s.max_queue_bytes),
+        Gauge("marker_phantom_max_mirror_bytes", "the link mirror's largest backlog since the marker started (link feed)", s.max_mirror_bytes),
+    ])
+}
+
+fn amrt_values(bpf: &mut aya::Ebpf) -> Result<Vec<metrics::MarkerValue>> {
+    use metrics::MarkerValue::Counter;
+    let s = ebpf::amrt_stats(bpf)?;
+    Ok(vec![
+        Counter("marker_ect_packets", "ECN-capable packets the marker saw", s.ect_packets),
+        Counter("marker_marked_packets", "packets the marker set CE on (spare bandwidth)", s.marked),
+        Counter("marker_cleared_packets", "packets the marker cleared CE on (transit: no spare bandwidth here)", s.cleared),
+    ])
+}
+
+fn mark_ce_values(bpf: &mut aya::Ebpf) -> Result<Vec<metrics::MarkerValue>> {
+    use metrics::MarkerValue::Counter;
+    let s = ebpf::mark_ce_stats(bpf)?;
+    Ok(vec![
+        Counter("marker_ect_packets", "ECN-capable packets the marker saw", s.ect_seen),
+        Counter("marker_marked_packets", "packets the marker set CE on", s.marked),
+    ])
+}
+
+async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Option<u64>, metrics: Option<String>) -> Result<()> {
+    agent::check_interface(iface).await?;
+    let mut bpf = ebpf::load()?;
+    let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
+    ebpf::phantom_set(&mut bpf, &cfg)?;
+    ebpf::attach_tc(&mut bpf, "xdcc_phantom", iface, aya::programs::TcAttachType::Egress)?;
+    let fed = if cfg.line_bytes_per_sec == 0 {
+        "at enqueue".to_string()
+    } else {
+        format!("by a link of {} B/s", cfg.line_bytes_per_sec)
+    };
+    println!(
+        "phantom queue on {iface}: drain {} B/s, size {} B, marking {}..{} B, fed {fed}",
+        cfg.drain_bytes_per_sec, cfg.size_bytes, cfg.kmin_bytes, cfg.kmax_bytes
+    );
+    let bpf: SharedBpf = std::sync::Arc::new(std::sync::Mutex::new(bpf));
+    serve_marker_metrics(metrics, "phantom", iface, &bpf, phantom_values)?;
+    wait_stop(duration).await?;
+    let s = ebpf::phantom_stats(&mut bpf.lock().unwrap())?;
+    println!(
+        "{}",
+        serde_json::json!({ "iface": iface, "packets": s.packets, "ect_packets": s.ect_packets,
+            "marked": s.marked, "max_queue_bytes": s.max_queue_bytes, "bytes": s.bytes, "max_mirror_bytes": s.max_mirror_bytes })
+    );
+    Ok(())
+}
+
+async fn mark_amrt(
+    iface: &str,
+    rate_mbit: u64,
+    mtu: u64,
+    hook: &str,
+    transit: bool,
+    duration: Option<u64>,
+    metrics: Option<String>,
+) -> Result<()> {
+    agent::check_interface(iface).await?;
+    let cfg = xdcc_common::AmrtConfig::for_port(rate_mbit * 1_000_000, mtu, transit).map_err(failure::bad_value)?;
+    let mut bpf = ebpf::load()?;
+    let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
+    ebpf::amrt_set(&mut bpf, &cfg)?;
+    let h = if hook == "egress" { aya::programs::TcAttachType::Egress } else { aya::programs::TcAttachType::Ingress };
+    ebpf::attach_tc(&mut bpf, "xdcc_amrt", iface, h)?;
+    println!("AMRT anti-ECN marking on {iface} ({hook}, {rate_mbit} Mbit/s, {})", if transit { "transit" } else { "first hop" });
+    let bpf: SharedBpf = std::sync::Arc::new(std::sync::Mutex::new(bpf));
+    serve_marker_metrics(metrics, "amrt", iface, &bpf, amrt_values)?;
+    wait_stop(duration).await?;
+    let s = ebpf::amrt_stats(&mut bpf.lock().unwrap())?;
+    println!("{}", serde_json::json!({ "iface": iface, "ecn_packets": s.ect_packets, "marked": s.marked, "cleared": s.cleared }));
+    Ok(())
+}
+
+async fn mark_ce(iface: &str, every: u64, duration: Option<u64>, metrics: Option<String>) -> Result<()> {
+    agent::check_interface(iface).await?;
+    let mut bpf = ebpf::load()?;
+    let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
+    ebpf::mark_ce_set(&mut bpf, every)?;
+    ebpf::attach_tc(&mut bpf, "xdcc_mark_ce", iface, aya::programs::TcAttachType::Egress)?;
+    println!("marking CE on every {every}th ECT packet leaving {iface}");
+    let bpf: SharedBpf = std::sync::Arc::new(std::sync::Mutex::new(bpf));
+    serve_marker_metrics(metrics, "ce", iface, &bpf, mark_ce_values)?;
+    wait_stop(duration).await?;
+    let s = ebpf::mark_ce_stats(&mut bpf.lock().unwrap())?;
+    println!("{}", serde_json::json!({ "iface": iface, "every": every, "ect_packets": s.ect_seen, "marked_segments": s.marked }));
+    Ok(())
+}

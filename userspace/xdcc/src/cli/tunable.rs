@@ -1,0 +1,55 @@
+//! `xdcc tunable`: a CC's tunables, through the kernel (module sysctls or
+//! the BPF CC's configuration map).
+
+use anyhow::Result;
+use clap::Subcommand;
+use xdcc::kernel;
+
+#[derive(Subcommand)]
+pub enum TunableCmd {
+    /// Every tunable of a CC with its value.
+    List {
+        cc: String,
+    },
+    /// One tunable's value.
+    Get { cc: String, name: String },
+    /// Write one tunable, validated before writing: a bad name or value
+    /// changes nothing.
+    Set { cc: String, name: String, value: String },
+    /// Apply a named preset (a set of tunables derived from the CC's current
+    /// `net_*` network: `paper` = the paper's defaults, `uno-artifact` = as
+    /// the public Uno simulator runs it); without NAME, list the presets.
+    Preset { cc: String, name: Option<String> },
+}
+
+pub fn run(c: TunableCmd, ctx: &super::Ctx) -> Result<()> {
+    match c {
+        TunableCmd::List { cc } => {
+            let l = kernel::tunable_list(&cc)?;
+            if ctx.json {
+                let m: serde_json::Map<String, serde_json::Value> = l.into_iter().map(|(k, v)| (k, v.into())).collect();
+                println!("{}", serde_json::to_string_pretty(&m)?);
+            } else {
+                for (k, v) in l {
+                    println!("{cc}.{k} = {v}");
+                }
+            }
+        }
+        TunableCmd::Get { cc, name } => println!("{}", kernel::tunable_get(&cc, &name)?),
+        TunableCmd::Preset { cc, name: None } => {
+            for (c, name, doc) in kernel::presets_of(&cc)? {
+                println!("{c} {name:<14} {doc}");
+            }
+        }
+        TunableCmd::Preset { cc, name: Some(name) } => {
+            for (k, v) in kernel::tunable_preset(&cc, &name)? {
+                println!("{cc}.{k} = {v}");
+            }
+        }
+        TunableCmd::Set { cc, name, value } => {
+            let v = kernel::tunable_set(&cc, &name, &value)?;
+            println!("{cc}.{name} = {v}");
+        }
+    }
+    Ok(())
+}
