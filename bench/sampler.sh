@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CPU cost of one testbed sample (`xdcc sample`: a sock_diag dump in each of
+# CPU cost of one testbed sample (`xdcc-testbed sample`: a sock_diag dump in each of
 # 8 sender namespaces), measured in the testbed's guest (qemu TCG), where
 # the sampler competes with the emulated network for the CPU. Prints the
 # CPU milliseconds per sample (user + system) with the namespaces sharing the
@@ -39,7 +39,7 @@ for buckets in 0 1024; do
     what=$([[ $buckets == 0 ]] && echo "shared table" || echo "own $buckets-bucket tables")
     for round in 1 2; do
         TIMEFORMAT='%U %S'
-        { time "$X" sample "${args[@]}" --interval-ms 1 --duration "$secs" >/tmp/sampler-out; } 2>/tmp/sampler-time
+        { time "${X}-testbed" sample "${args[@]}" --interval-ms 1 --duration "$secs" >/tmp/sampler-out; } 2>/tmp/sampler-time
         tail -1 /tmp/sampler-out >/tmp/sampler-stats
         read -r user sys </tmp/sampler-time
         n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sampler"]["samples"])' /tmp/sampler-stats)

@@ -59,7 +59,7 @@ if [[ $backend != vm ]]; then
         host_args+=(--cc "${guest_args[i + 1]}")
     done
     [[ -z $out ]] || host_args+=(--out "$out")
-    if [[ ! -x target/release/xdcc || ! -x target/release/xdcc-sim ]]; then
+    if [[ ! -x target/release/xdcc || ! -x target/release/xdcc-testbed || ! -x target/release/xdcc-sim ]]; then
         XDCC_BPF_LINKER_DIR=$(ebpf/install-toolchain.sh) cargo build --release --locked -q -p xdcc -p xdcc-sim
     fi
     exec /usr/bin/python3 testbed/host/run.py "$scenario" --backend "$backend" "${host_args[@]}"

@@ -24,7 +24,7 @@ Backends (the same plan, the same measurement):
   testbed/host/inventory.example.toml): a router whose port toward the
   receiver is the bottleneck, the receiver (the address the senders use),
   and senders (flow group i runs on sender i mod n). This script copies its
-  xdcc binary to every machine, registers the BPF CCs on the machines with
+  xdcc binaries to every machine, registers the BPF CCs on the machines with
   senders or the receiver, sets their default CC for the run (and puts the
   old one back), builds the port on the router's interface and removes it
   at the end. Time zero is shared by starting every machine's flows the
@@ -34,7 +34,7 @@ Backends (the same plan, the same measurement):
   and ping; the router forwards between its interfaces.
 
 Long flows are iperf3 streams (start and stop at whole seconds), sized flows
-go through `xdcc flowgen` (a completion time each; its server on the
+go through `xdcc-testbed flowgen` (a completion time each; its server on the
 receiver, its clients on the senders). xdcc CCs run as their BPF struct_ops
 build (bpf_<cc>), told the scenario's network; the kernel's own CCs (cubic,
 bbr) run as they are and have no model.
@@ -49,6 +49,7 @@ import argparse, json, math, os, shlex, shutil, subprocess, sys, tempfile, threa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 XDCC = os.environ.get("XDCC_BIN", os.path.join(ROOT, "target", "release", "xdcc"))
+XDCC_TESTBED = os.environ.get("XDCC_TESTBED_BIN", os.path.join(ROOT, "target", "release", "xdcc-testbed"))
 SIM = os.environ.get("XDCC_SIM_BIN", os.path.join(ROOT, "target", "release", "xdcc-sim"))
 # A flow may need at most this base RTT: the namespaces' own (no delay emulation).
 MAX_RTT_US = 100.0
@@ -77,6 +78,7 @@ class Backend:
     registration and one default CC each)."""
 
     xdcc = XDCC
+    xdcc_testbed = XDCC_TESTBED
 
     def __init__(self):
         self.procs = []  # background processes: killed on exit, whatever happened
@@ -227,6 +229,7 @@ class Servers(Backend):
         self.opts = inv.get("ssh_options", [])
         self.work = f"{inv.get('work_dir', '/tmp/xdcc-testbed')}/{tag}"
         self.xdcc = f"{self.work}/xdcc"
+        self.xdcc_testbed = f"{self.work}/xdcc-testbed"
         self.router, self.receiver, self.senders = inv["router"]["ssh"], inv["receiver"]["ssh"], [x["ssh"] for x in inv["senders"]]
         self.port_iface = inv["router"]["port_iface"]
         self.receiver_addr = inv["receiver"]["addr"]
@@ -274,10 +277,11 @@ class Servers(Backend):
             missing = [w.split(":")[1] for w in out.split() if w.startswith("missing:")]
             if missing:
                 raise Fail(f"{m}: needs {', '.join(missing)}")
-            # The xdcc binary, the same everywhere.
+            # The xdcc binaries, the same everywhere.
             self.run(m, "mkdir", "-p", self.work)
-            with open(XDCC, "rb") as fh:
-                self.put(m, self.xdcc, fh.read(), 0o755)
+            for local, remote in ((XDCC, self.xdcc), (XDCC_TESTBED, self.xdcc_testbed)):
+                with open(local, "rb") as fh:
+                    self.put(m, remote, fh.read(), 0o755)
         for m in self.machines:
             self.run(m, "sysctl", "-qw", "net.ipv4.tcp_ecn=1")
         self.build_port(self.plan["port"])
@@ -398,7 +402,7 @@ def whole(x, what):
 
 
 def start_flowgens(be, sized, rwork, dur):
-    """One `xdcc flowgen` serving on the receiver and one sending on each
+    """One `xdcc-testbed flowgen` serving on the receiver and one sending on each
     machine that has sized flows; returns [(process, role, out path, ids)]."""
     gens = []
     by_role = {}
@@ -411,14 +415,14 @@ def start_flowgens(be, sized, rwork, dur):
     for k, (role, plan, ids) in enumerate(plans):
         pf, of = f"{rwork}/flowgen-{k}.json", f"{rwork}/fct-{k}.jsonl"
         be.put(role, pf, json.dumps(plan).encode())
-        p = be.popen(role, [be.xdcc, "flowgen", "--plan", pf, "--out", of], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        p = be.popen(role, [be.xdcc_testbed, "flowgen", "--plan", pf, "--out", of], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         line = p.stdout.readline()
         try:
             ready = json.loads(line).get("ready") is True
         except ValueError:
             ready = False
         if not ready:
-            raise Fail(f"xdcc flowgen did not start on {be.machine_of(role)}: {line.strip()}")
+            raise Fail(f"xdcc-testbed flowgen did not start on {be.machine_of(role)}: {line.strip()}")
         gens.append((p, role, of, ids))
     return gens
 

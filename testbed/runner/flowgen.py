@@ -1,5 +1,5 @@
 """The sized flows' plan: flow-size CDFs, inverse-CDF sampling and Poisson
-arrivals. The flows themselves are sent and timed by `xdcc flowgen`
+arrivals. The flows themselves are sent and timed by `xdcc-testbed flowgen`
 (userspace/xdcc/src/flowgen.rs), driven by guest.py."""
 
 import bisect

@@ -26,6 +26,8 @@ import topology  # noqa: E402
 
 ROOT = topology.ROOT
 XDCC = os.environ.get("XDCC_BIN", os.path.join(ROOT, "target", "release", "xdcc"))
+# The testbed's own tools (sampler, sized flows): `xdcc-testbed`, beside it.
+XDCC_TESTBED = os.environ.get("XDCC_TESTBED_BIN", os.path.join(ROOT, "target", "release", "xdcc-testbed"))
 LONG_PORT0 = 5201
 
 
@@ -162,7 +164,7 @@ def addr(host, v6):
 
 class Sampler:
     """Every sample_ms: tcp_info of each long flow (sender side) and the
-    counters of every monitored port, from one `xdcc sample` process (Rust,
+    counters of every monitored port, from one `xdcc-testbed sample` process (Rust,
     netlink sockets opened once per namespace; it writes NDJSON to a file,
     read into the run's raw JSON when the run ends)."""
 
@@ -174,7 +176,7 @@ class Sampler:
         by_host = {}
         for (h, port) in long_ports:
             by_host.setdefault(h, []).append(port)
-        args = [XDCC, "sample", "--interval-ms", str(max(1, int(round(period * 1000))))]
+        args = [XDCC_TESTBED, "sample", "--interval-ms", str(max(1, int(round(period * 1000))))]
         for h in senders:
             args += ["--sockets", f"{h}:{','.join(str(p) for p in sorted(by_host.get(h, [])))}"]
         for p in self.queues:
@@ -198,7 +200,7 @@ class Sampler:
             _, err = self.proc.communicate()
         self.out.close()
         if self.proc.returncode != 0:
-            raise RuntimeError(f"xdcc sample failed ({self.proc.returncode}): {err.strip()}")
+            raise RuntimeError(f"xdcc-testbed sample failed ({self.proc.returncode}): {err.strip()}")
         with open(self.path) as fh:
             for line in fh:
                 r = json.loads(line)
@@ -217,7 +219,7 @@ class Sampler:
 
 
 class FlowGen:
-    """The run's sized flows, sent and timed by one `xdcc flowgen` process
+    """The run's sized flows, sent and timed by one `xdcc-testbed flowgen` process
     (Rust, one event loop for every namespace: see userspace/xdcc/src/flowgen.rs)."""
 
     PORT = 7000
@@ -232,12 +234,12 @@ class FlowGen:
         self.plan, self.out = path + ".plan.json", path + ".ndjson"
         with open(self.plan, "w") as fh:
             json.dump({"port": self.PORT, "servers": servers, "flows": flows, "deadline_s": deadline_s}, fh)
-        self.proc = subprocess.Popen([XDCC, "flowgen", "--plan", self.plan, "--out", self.out],
+        self.proc = subprocess.Popen([XDCC_TESTBED, "flowgen", "--plan", self.plan, "--out", self.out],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         ready = self.proc.stdout.readline()
         if '"ready"' not in ready:
             _, err = self.proc.communicate(timeout=30)
-            raise RuntimeError(f"xdcc flowgen did not start: {err.strip() or ready.strip()}")
+            raise RuntimeError(f"xdcc-testbed flowgen did not start: {err.strip() or ready.strip()}")
 
     def start(self, t0):
         """Time zero of the plan: `time.monotonic()` (CLOCK_MONOTONIC)."""
@@ -261,7 +263,7 @@ class FlowGen:
             self.proc.kill()
             _, err = self.proc.communicate()
         if self.proc.returncode != 0:
-            raise RuntimeError(f"xdcc flowgen failed ({self.proc.returncode}): {err.strip()}")
+            raise RuntimeError(f"xdcc-testbed flowgen failed ({self.proc.returncode}): {err.strip()}")
         fct, unfinished = [], 0
         with open(self.out) as fh:
             for line in fh:
@@ -348,7 +350,7 @@ def one_run(s, t, name, label, out, idx, total):
     for f in flows:
         events.append((f["start_s"], "long", f))
     events.sort(key=lambda e: e[0])
-    sized = []  # (time, (src, dst, size, kind)): sized flows, run by `xdcc flowgen`
+    sized = []  # (time, (src, dst, size, kind)): sized flows, run by `xdcc-testbed flowgen`
     for grp in s["incast"]:
         for at in grp["at_s"]:
             for src in grp["from"]:

@@ -11,6 +11,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 X=$root/target/release/xdcc
+XT=$root/target/release/xdcc-testbed  # the testbed's tools (sample, flowgen)
 XFER="python3 $root/userspace/tests/xfer.py"
 [[ -x $X ]] || { echo "netns.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "netns.sh: must run as root" >&2; exit 2; }
@@ -468,7 +469,7 @@ switch() {
 }
 
 # ---------------------------------------------------------------- sample
-# `xdcc sample` (the testbed's sampler): one process, run from the root
+# `xdcc-testbed sample` (the testbed's sampler): one process, run from the root
 # namespace, reads sockets and a port's qdisc in other namespaces.
 sample() {
     log "sample: sockets and queue counters of other namespaces, NDJSON, stops when stdin closes"
@@ -494,7 +495,7 @@ import socket, time
 s = socket.create_connection(("10.95.0.2", 5999)); s.close(); time.sleep(0.2)'
     wait "$tw" 2>/dev/null || true
     check "a TIME_WAIT socket to port 5999 in $S" bash -c "ip netns exec $S ss -tan state time-wait | grep -q ':5999'"
-    "$X" sample --sockets "$S:5501,5999" --port "$S:p0" --interval-ms 100 --duration 2 >"$work/sample.ndjson" </dev/null
+    "$XT" sample --sockets "$S:5501,5999" --port "$S:p0" --interval-ms 100 --duration 2 >"$work/sample.ndjson" </dev/null
     wait "$c" 2>/dev/null || true
     local f="$work/sample.ndjson"
     check "flow samples of the data connection (bytes_acked grows, cubic, a window), none of the TIME_WAIT one" python3 -c '
@@ -516,10 +517,10 @@ assert max(x["backlog"] for x in q) > 0' "$f" "$S:p0"
 import json, sys
 s = json.loads(open(sys.argv[1]).readlines()[-1])["sampler"]
 assert s["samples"] >= 15 and s["gap_max_ms"] < 1000, s' "$f"
-    check "stops when stdin closes" timeout 10 bash -c "echo | $X sample --port $S:p0 >/dev/null"
-    expect_fail "sample: a missing interface is named" "no interface nosuch0" "$X" sample --port "$S:nosuch0" --duration 1
-    expect_fail "sample: a bad --sockets spec" "expected NAMESPACE:PORT" "$X" sample --sockets "$S" --duration 1
-    expect_fail "sample: a missing namespace" "network namespace nosuchns" "$X" sample --sockets nosuchns:1 --duration 1
+    check "stops when stdin closes" timeout 10 bash -c "echo | $XT sample --port $S:p0 >/dev/null"
+    expect_fail "sample: a missing interface is named" "no interface nosuch0" "$XT" sample --port "$S:nosuch0" --duration 1
+    expect_fail "sample: a bad --sockets spec" "expected NAMESPACE:PORT" "$XT" sample --sockets "$S" --duration 1
+    expect_fail "sample: a missing namespace" "network namespace nosuchns" "$XT" sample --sockets nosuchns:1 --duration 1
 }
 
 # ---------------------------------------------------------------- flowgen
@@ -550,11 +551,11 @@ by = {x["id"]: x for x in r if "id" in x}
 assert by[0]["ok"] and by[1]["ok"] and 0 < by[0]["fct_s"] < 2 and 0 < by[1]["fct_s"] < 2, by
 assert abs(by[0]["start_s"] - 0.1) < 0.05 and abs(by[1]["start_s"] - 0.2) < 0.05, by
 assert not by[2]["ok"] and "TCP_CONGESTION nosuchcc" in by[2]["error"], by[2]
-assert 3 not in by and r[-1] == {"summary": {"done": 3, "unfinished": 1}}, r[-1]' "$X" "$work/plan.json" "$work/fg.ndjson"
+assert 3 not in by and r[-1] == {"summary": {"done": 3, "unfinished": 1}}, r[-1]' "$XT" "$work/plan.json" "$work/fg.ndjson"
     echo '{"port": 7300, "servers": [], "deadline_s": 3, "flows": [{"at_s": -1, "src": "a", "dst": "10.0.0.1", "size": 1, "cc": "cubic"}]}' >"$work/bad.json"
-    expect_fail "flowgen: a bad plan is refused, the field named" 'flows\[0\]\.at_s' "$X" flowgen --plan "$work/bad.json" --out "$work/bad.out"
+    expect_fail "flowgen: a bad plan is refused, the field named" 'flows\[0\]\.at_s' "$XT" flowgen --plan "$work/bad.json" --out "$work/bad.out"
     echo '{"port": 7300, "servers": ["nosuchns"], "deadline_s": 3, "flows": []}' >"$work/nons.json"
-    expect_fail "flowgen: a missing server namespace is named" "network namespace nosuchns" "$X" flowgen --plan "$work/nons.json" --out "$work/nons.out"
+    expect_fail "flowgen: a missing server namespace is named" "network namespace nosuchns" "$XT" flowgen --plan "$work/nons.json" --out "$work/nons.out"
 }
 
 # ---------------------------------------------------------------- phantom
@@ -727,7 +728,7 @@ TOML
 
 # ---------------------------------------------------------------- churn
 # Connection churn loses no flow record: 20,000 short connections opened
-# as fast as one `xdcc flowgen` can (spread over one second) by a tracked
+# as fast as one `xdcc-testbed flowgen` can (spread over one second) by a tracked
 # process; every one's final record reaches the agent (the CLOSED ring
 # buffer), every byte acknowledged is accounted for, nothing is counted as
 # dropped. (Before the ring buffer, an LRU flow table of 16,384 entries
@@ -742,7 +743,7 @@ churn_section() {
     local n=20000 size=1000
     # The server: untracked, in D.
     echo "{\"port\": 7400, \"servers\": [\"$D\"], \"deadline_s\": 120, \"flows\": []}" >"$work/churn-srv.json"
-    coproc SRV { "$X" flowgen --plan "$work/churn-srv.json" --out "$work/churn-srv.out"; }
+    coproc SRV { "$XT" flowgen --plan "$work/churn-srv.json" --out "$work/churn-srv.out"; }
     local srv_pid=$SRV_PID
     read -r -u "${SRV[0]}" _ready
     echo "+0" >&"${SRV[1]}"
@@ -752,7 +753,7 @@ n, size, src = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 flows = [{"at_s": 0.2 + i / n, "src": src, "dst": "10.99.0.2", "size": size, "cc": "cubic"} for i in range(n)]
 json.dump({"port": 7400, "servers": [], "deadline_s": 60, "flows": flows}, open(sys.argv[4], "w"))' $n $size "$C" "$work/churn.json"
     local t0=$SECONDS
-    echo "+0" | run_in_cgroup "$cgh" "$C" "$X" flowgen --plan "$work/churn.json" --out "$work/churn.out" >/dev/null
+    echo "+0" | run_in_cgroup "$cgh" "$C" "$XT" flowgen --plan "$work/churn.json" --out "$work/churn.out" >/dev/null
     log "churn: $n connections in $((SECONDS - t0)) s; $(tail -1 "$work/churn.out")"
     exec {SRV[1]}>&-
     wait "$srv_pid" 2>/dev/null || true
@@ -950,7 +951,7 @@ bpfcc() {
             # swings between its floor and its cap within a few ms: ten
             # samples of `ss` once gave SMaRTT's unmarked median below its
             # marked one).
-            "$X" sample --sockets "$S:5401" --interval-ms 10 --duration 2 </dev/null >"$work/react-$c-$every.ndjson"
+            "$XT" sample --sockets "$S:5401" --interval-ms 10 --duration 2 </dev/null >"$work/react-$c-$every.ndjson"
             wait $ip || true
             [[ -n $marker ]] && { kill "$marker"; wait "$marker" || true; }
             local stats wmed wn wlo whi

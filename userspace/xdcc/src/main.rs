@@ -82,16 +82,6 @@ enum Cmd {
     /// Mark CE on every Nth ECT packet leaving an interface (a test/demo
     /// router port); runs in the foreground and prints the counts at exit.
     MarkCe(cli::mark::MarkCeArgs),
-    /// Sample TCP sockets and port queues in network namespaces, one JSON
-    /// object per line on stdout, until stdin closes (the testbed's sampler).
-    Sample(cli::sample::SampleArgs),
-    /// Sized flows for the testbed (incasts, workloads) from a JSON plan:
-    /// a server in each listed namespace, each flow sent from its namespace
-    /// with its CC and timed to the receiver's answer; one JSON line per
-    /// finished flow to --out. Prints {"ready":true} once the servers
-    /// listen, then reads the plan's time zero (CLOCK_MONOTONIC seconds)
-    /// from stdin (testbed/runner/guest.py drives it).
-    Flowgen(cli::flowgen::FlowgenArgs),
     /// Print a shell completion script (e.g. `xdcc completions bash >
     /// /etc/bash_completion.d/xdcc`).
     Completions {
@@ -135,8 +125,6 @@ fn main() {
         Cmd::MarkAmrt(a) => cli::mark::run_amrt(a),
         Cmd::Switch(c) => cli::switch::run(c),
         Cmd::MarkCe(a) => cli::mark::run_ce(a),
-        Cmd::Sample(a) => cli::sample::run(a),
-        Cmd::Flowgen(a) => cli::flowgen::run(a),
         Cmd::Completions { shell } => cli::docs::completions(shell),
         Cmd::Man { out } => cli::docs::man(out),
     };

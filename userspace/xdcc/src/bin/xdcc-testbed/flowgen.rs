@@ -1,4 +1,4 @@
-//! `xdcc flowgen`: the testbed's sized flows from a JSON plan.
+//! `xdcc-testbed flowgen`: the testbed's sized flows from a JSON plan.
 
 use std::path::PathBuf;
 

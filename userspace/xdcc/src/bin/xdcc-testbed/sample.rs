@@ -1,4 +1,4 @@
-//! `xdcc sample`: the testbed's sampler (sockets and port queues).
+//! `xdcc-testbed sample`: the testbed's sampler (sockets and port queues).
 
 use anyhow::{bail, Result};
 use clap::Args;
