@@ -12,7 +12,7 @@ use aya_ebpf::{
     programs::SockOpsContext,
 };
 use aya_log_ebpf::warn;
-use xdcc_common::{rtt_bucket, CcPolicy, ClosedFlow, FlowKey, FlowStats, RerouteReason, CLOSED_RING_BYTES, MAX_POLICIES, RTT_BUCKETS};
+use xdcc_common::{plb, rtt_bucket, CcPolicy, ClosedFlow, FlowKey, FlowStats, RerouteReason, CLOSED_RING_BYTES, MAX_POLICIES, RTT_BUCKETS};
 
 use crate::reroute::{first_path, forced, mark_healthy, reroute};
 use crate::{config, count, now_ns, FLOWS};
@@ -260,7 +260,7 @@ fn on_round(ctx: &SockOpsContext, s: &OpsSnapshot) {
     let d_segs = segs.wrapping_sub(st.round_segs_start);
     st.round_ece_start = ece;
     st.round_segs_start = segs;
-    let ppm = if d_segs == 0 { 0 } else { (d_ece.min(d_segs).wrapping_mul(1_000_000) / d_segs) as u32 };
+    let ppm = plb::ecn_ppm(d_ece, d_segs);
     st.round_ecn_ppm = ppm;
     let retrans = s.total_retrans;
     let lossy = retrans != st.round_retrans_start;
@@ -268,7 +268,7 @@ fn on_round(ctx: &SockOpsContext, s: &OpsSnapshot) {
     st.total_retrans = retrans;
 
     let cfg = config();
-    let congested = ppm >= cfg.congested_ecn_ppm && d_segs > 0;
+    let congested = plb::congested(ppm, d_segs, cfg.congested_ecn_ppm);
     if !congested && !lossy {
         mark_healthy(&key.remote_addr, st.path_id, now);
     }
@@ -277,14 +277,14 @@ fn on_round(ctx: &SockOpsContext, s: &OpsSnapshot) {
         st.congested_run = 0;
         st.lossy_run = 0;
     } else {
-        st.congested_run = if congested { st.congested_run.saturating_add(1) } else { 0 };
-        st.lossy_run = if lossy { st.lossy_run.saturating_add(1) } else { 0 };
+        st.congested_run = plb::next_run(st.congested_run, congested);
+        st.lossy_run = plb::next_run(st.lossy_run, lossy);
     }
     let reason = if forced(&key) {
         RerouteReason::Forced
-    } else if cfg.lossy_rounds > 0 && st.lossy_run >= cfg.lossy_rounds {
+    } else if plb::should_move(st.lossy_run, cfg.lossy_rounds) {
         RerouteReason::Loss
-    } else if cfg.congested_rounds > 0 && st.congested_run >= cfg.congested_rounds {
+    } else if plb::should_move(st.congested_run, cfg.congested_rounds) {
         RerouteReason::Congestion
     } else {
         return;

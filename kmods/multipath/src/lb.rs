@@ -22,7 +22,11 @@
 //!   while some other subflow is not.
 //!
 //! Rounds (for PLB) follow the usual rule: a round ends when a packet sent
-//! after the round began is acknowledged.
+//! after the round began is acknowledged; what a round says (its ECN share,
+//! congested or not, when to move) is the agent's rerouter's own rule,
+//! `xdcc_common::plb`.
+
+use xdcc_common::plb;
 
 /// Most subflows a UnoLB flow can have.
 pub const MAX_SUBFLOWS: usize = 16;
@@ -210,13 +214,13 @@ impl Balancer {
                     return;
                 }
                 // The round ends: was it congested?
-                let ppm = (self.round_marked as u64).saturating_mul(1_000_000) / (self.round_acks.max(1) as u64);
-                let congested = ppm >= c.congested_ppm as u64;
-                self.congested_run = if congested { self.congested_run.saturating_add(1) } else { 0 };
+                let ppm = plb::ecn_ppm(self.round_marked as u64, self.round_acks as u64);
+                let congested = plb::congested(ppm, self.round_acks as u64, c.congested_ppm);
+                self.congested_run = plb::next_run(self.congested_run, congested);
                 self.round_start_ns = now_ns;
                 self.round_acks = 0;
                 self.round_marked = 0;
-                if c.congested_rounds > 0 && self.congested_run >= c.congested_rounds {
+                if plb::should_move(self.congested_run, c.congested_rounds) {
                     self.congested_run = 0;
                     self.entropy[0] = self.fresh(self.entropy[0], draw);
                     self.moves.congestion = self.moves.congestion.saturating_add(1);
