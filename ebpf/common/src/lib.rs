@@ -274,7 +274,10 @@ pub struct Config {
     /// A round is congested when its ECE fraction is at least this (ppm;
     /// PLB's default is 50 %).
     pub congested_ecn_ppm: u32,
-    /// Move after this many consecutive congested rounds (PLB: M).
+    /// Move after this many consecutive congested rounds (PLB: M; 12, as
+    /// Linux's own PLB, `tcp_plb_rehash_rounds`: with 3, every flow of a
+    /// fully loaded fabric moved ~50 times a second under DCTCP's marks,
+    /// `bench/reroute-paths.sh`).
     pub congested_rounds: u32,
     /// Move after this many consecutive rounds with retransmissions.
     pub lossy_rounds: u32,
@@ -285,8 +288,9 @@ pub struct Config {
     /// Minimum time between two moves of one flow, in base RTTs (uno-sc25:
     /// at most once per base RTT).
     pub min_interval_base_rtts: u32,
-    /// A path counts as "recently delivered ACKs" for a destination if it
-    /// ended an uncongested round within this many µs.
+    /// A path a flow to a destination left on an RTO or lossy rounds within
+    /// this many µs is avoided by the next moves there; one that ended an
+    /// uncongested round within it counts as healthy (`xdcc stats`).
     pub healthy_window_us: u32,
     /// 1: give each new connection to a destination the next path id
     /// (UnoLB subflow spreading); 0: a hash of the 4-tuple.
@@ -299,7 +303,7 @@ impl Config {
     pub const DEFAULT: Config = Config {
         reroute_enabled: 1,
         congested_ecn_ppm: 500_000,
-        congested_rounds: 3,
+        congested_rounds: 12,
         lossy_rounds: 2,
         reroute_on_rto: 1,
         paths: 8,
@@ -310,12 +314,14 @@ impl Config {
     };
 }
 
-/// Per destination: when each path id last ended an uncongested round
-/// (`bpf_ktime_get_ns`, 0 = never), and the next id for subflow spreading.
+/// Per destination: when each path id last ended an uncongested round and
+/// when a flow last left it on an RTO or lossy rounds (`bpf_ktime_get_ns`,
+/// 0 = never), and the next id for subflow spreading.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PathHealth {
     pub last_good_ns: [u64; PATHS as usize],
+    pub last_bad_ns: [u64; PATHS as usize],
     pub next_subflow: u32,
     pub _pad: u32,
 }
@@ -722,7 +728,7 @@ mod tests {
     fn layouts_have_no_hidden_padding() {
         assert_eq!(size_of::<FlowKey>(), 40);
         assert_eq!(size_of::<Config>(), 40);
-        assert_eq!(size_of::<PathHealth>(), 8 * PATHS as usize + 8);
+        assert_eq!(size_of::<PathHealth>(), 16 * PATHS as usize + 8);
         assert_eq!(size_of::<FlowStats>() % 8, 0);
         // sum of field sizes == struct size (no implicit padding)
         let fields = 8 * 2 + 16 + 8 * 8 + 8 * 2 + 4 * 8 + 8 * 2 + 4 * 4 + 8 + 4 * 4 + 4 * RTT_BUCKETS;

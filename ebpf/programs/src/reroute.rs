@@ -25,6 +25,10 @@ const SETTLE_ROUNDS: u32 = 2;
 /// Random draws when looking for a healthy path.
 const PICK_TRIES: u32 = 4;
 
+/// A destination seen for the first time: no path known good or bad yet.
+static NEW_DESTINATION: PathHealth =
+    PathHealth { last_good_ns: [0; PATHS as usize], last_bad_ns: [0; PATHS as usize], next_subflow: 0, _pad: 0 };
+
 /// A new flow's path id: the destination's next subflow id (UnoLB spreads an
 /// application's connections over distinct paths) or a hash of the ports.
 pub(crate) fn first_path(key: &FlowKey, cfg: &Config, now: u64) -> u32 {
@@ -44,10 +48,14 @@ pub(crate) fn first_path(key: &FlowKey, cfg: &Config, now: u64) -> u32 {
         }
         None => {
             let id = below(random(), paths);
-            let mut h = PathHealth { last_good_ns: [0; PATHS as usize], next_subflow: 0, _pad: 0 };
-            h.next_subflow = if id + 1 < paths { id + 1 } else { 0 };
+            // (From a zeroed constant, then set in place: the value is too
+            // large for the BPF stack.)
             let _ = now;
-            let _ = PATH_HEALTH.insert(&key.remote_addr, &h, 0);
+            let _ = PATH_HEALTH.insert(&key.remote_addr, &NEW_DESTINATION, 0);
+            if let Some(h) = PATH_HEALTH.get_ptr_mut(&key.remote_addr) {
+                // SAFETY: live map value, as above.
+                unsafe { (*h).next_subflow = if id + 1 < paths { id + 1 } else { 0 } };
+            }
             id
         }
     }
@@ -72,36 +80,50 @@ pub(crate) fn mark_healthy(dest: &[u8; 16], path: u32, now: u64) {
 }
 
 /// Moves the flow to another path id (IPv6 only: IPv4 has no flow label).
-pub(crate) fn reroute(ctx: &SockOpsContext, key: &FlowKey, st: &mut FlowStats, cfg: &Config, reason: RerouteReason, now: u64) {
+/// Returns the flow's path id afterwards. (A value the callers keep
+/// (`black_box`), not `()`: LLVM may compile this as a BPF subprogram, and
+/// one whose unused R0 still holds a stack pointer at exit is refused by the
+/// verifier, "cannot return stack pointer to the caller".)
+pub(crate) fn reroute(ctx: &SockOpsContext, key: &FlowKey, st: &mut FlowStats, cfg: &Config, reason: RerouteReason, now: u64) -> u32 {
     if cfg.reroute_enabled == 0 || key.family != 6 {
         let _ = FORCE.remove(key);
-        return;
+        return st.path_id;
     }
     // (products of a u32 and ≤ 1000 · 1000 cannot overflow u64; BPF has no
     // 128-bit multiply for checked arithmetic)
     let base_rtt_ns = (st.min_rtt_us as u64).wrapping_mul(1000);
     let min_gap = base_rtt_ns.wrapping_mul(cfg.min_interval_base_rtts.min(1000) as u64);
     if st.last_reroute_ns != 0 && now.wrapping_sub(st.last_reroute_ns) < min_gap {
-        return;
+        return st.path_id;
     }
     let paths = cfg.paths.clamp(2, PATHS);
     let old = st.path_id;
-    // Random other ids, up to PICK_TRIES of them; the first one that ended an
-    // uncongested round to this destination within the healthy window wins,
-    // else the first draw. (Sampling keeps the verifier's work constant; with
-    // h healthy ids among n, a healthy one is missed with probability
-    // ((n-1-h)/(n-1))^4.)
+    // Random other ids, up to PICK_TRIES of them; the first one that no flow
+    // to this destination left on an RTO or lossy rounds within the window
+    // wins, else the first draw. Ids nobody has used lately count as good:
+    // preferring only ids that recently delivered (UnoLB's option) never
+    // tried a failed path again after it healed, and left it empty
+    // (`bench/reroute-paths.sh`). (Sampling keeps the verifier's work
+    // constant.)
     let window = (cfg.healthy_window_us as u64).wrapping_mul(1000);
-    let health = PATH_HEALTH.get_ptr(&key.remote_addr);
+    let health = PATH_HEALTH.get_ptr_mut(&key.remote_addr);
+    let failed = matches!(reason, RerouteReason::Rto | RerouteReason::Loss);
+    if let Some(h) = health {
+        let i = core::hint::black_box(old) as usize;
+        if failed && i < PATHS as usize {
+            // SAFETY: live map value; a racing writer stores a similar time.
+            unsafe { (*h).last_bad_ns[i] = now };
+        }
+    }
     let mut new = other_path(old, paths);
     for _ in 0..PICK_TRIES {
         let cand = other_path(old, paths);
         if let Some(h) = health {
             let i = core::hint::black_box(cand) as usize;
             if i < PATHS as usize {
-                // SAFETY: live map value, read only.
-                let t = unsafe { (*h).last_good_ns[i] };
-                if t != 0 && now.wrapping_sub(t) <= window {
+                // SAFETY: live map value, read only here.
+                let t = unsafe { (*h).last_bad_ns[i] };
+                if t == 0 || now.wrapping_sub(t) > window {
                     new = cand;
                     break;
                 }
@@ -118,6 +140,7 @@ pub(crate) fn reroute(ctx: &SockOpsContext, key: &FlowKey, st: &mut FlowStats, c
     st.lossy_run = 0;
     count(|c| c.reroutes = c.reroutes.wrapping_add(1));
     info!(ctx, "xdcc: reroute port {} path {} -> {} ({})", key.local_port, old, st.path_id, reason as u32);
+    st.path_id
 }
 
 /// A random path id other than `old`: old + 1 + r (mod paths), r < paths - 1.

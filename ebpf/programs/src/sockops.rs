@@ -289,7 +289,7 @@ fn on_round(ctx: &SockOpsContext, s: &OpsSnapshot) {
     } else {
         return;
     };
-    reroute(ctx, &key, st, &cfg, reason, now);
+    core::hint::black_box(reroute(ctx, &key, st, &cfg, reason, now));
 }
 
 fn on_rto(ctx: &SockOpsContext, s: &OpsSnapshot) {
@@ -303,7 +303,7 @@ fn on_rto(ctx: &SockOpsContext, s: &OpsSnapshot) {
     let force = forced(&key);
     if cfg.reroute_on_rto != 0 || force {
         let reason = if force { RerouteReason::Forced } else { RerouteReason::Rto };
-        reroute(ctx, &key, st, &cfg, reason, now_ns());
+        core::hint::black_box(reroute(ctx, &key, st, &cfg, reason, now_ns()));
     }
 }
 

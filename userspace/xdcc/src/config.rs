@@ -9,7 +9,7 @@
 //! [reroute]
 //! enabled = true
 //! congested_ecn_pct = 50             # a round is congested at >= 50 % ECE
-//! congested_rounds = 3               # PLB's M
+//! congested_rounds = 12              # PLB's M (Linux's tcp_plb_rehash_rounds)
 //! lossy_rounds = 2                   # rounds with retransmissions
 //! on_rto = true
 //! paths = 8                          # path ids 0..paths
@@ -133,7 +133,7 @@ pub const REROUTE_KEYS: &[(&str, u32, u32, &str)] = &[
     ("on_rto", 0, 1, "move on a retransmission timeout"),
     ("paths", 2, PATHS, "number of path ids"),
     ("min_interval_base_rtts", 0, 1000, "at most one move per this many base RTTs"),
-    ("healthy_window_ms", 1, 3_600_000, "a path ending an uncongested round this recently is preferred"),
+    ("healthy_window_ms", 1, 3_600_000, "a path a flow left on an RTO or lossy rounds this recently is avoided; one ending an uncongested round this recently counts as healthy in stats"),
     ("spread_subflows", 0, 1, "give each new connection to a peer the next path id"),
 ];
 
