@@ -5,7 +5,7 @@
 #   kmods/bpf/build.sh OUTDIR [CC...]  -> OUTDIR/bpf_<cc>.o, one object per CC
 #
 # Without CCs: every CC entry.rs has entries for (`entries!(<cc>, ...)`).
-# The CCs that need ECN come from the algorithm crate's list (needs_ecn in
+# The CCs that need ECN come from the algorithm crate's list (marks in
 # kmods/algo/src/lib.rs, CCS), read from its source.
 #
 # Steps (../shared PLATFORM.md, "BPF struct_ops backend"):
@@ -61,9 +61,10 @@ rustc_bpf -C link-arg=--emit=llvm-bc -o "$work/entry.bc" 2>"$work/rustc.log" || 
 bpftool btf dump file /sys/kernel/btf/vmlinux format c > "$work/vmlinux.h"
 for cc in "${ccs[@]}"; do
     grep -q "^entries!($cc," "$here/entry.rs" || fail "entry.rs has no entries for '$cc'"
-    # cc_spec!(<cc>::..., "tcp_<cc>", ecn: true|false, ...) in the CC list.
-    ecn=$(sed -n "s/^ *cc_spec!($cc::[A-Za-z]*, \"tcp_$cc\", ecn: \([a-z]*\),.*/\1/p" "$here/../algo/src/lib.rs")
-    case $ecn in true) ecn=1 ;; false) ecn=0 ;; *) fail "no needs_ecn for '$cc' in kmods/algo/src/lib.rs (CCS)" ;; esac
+    # cc_spec!(<cc>::..., "tcp_<cc>", marks: <Marks>, ...) in the CC list:
+    # every CC that reads marks needs ECN (CcSpec::needs_ecn).
+    marks=$(sed -n "s/^ *cc_spec!($cc::[A-Za-z]*, \"tcp_$cc\", marks: \([A-Za-z]*\),.*/\1/p" "$here/../algo/src/lib.rs")
+    case $marks in Unused) ecn=0 ;; Congestion|SpareBandwidth) ecn=1 ;; *) fail "no marks for '$cc' in kmods/algo/src/lib.rs (CCS)" ;; esac
     clang-22 -target bpf -mcpu=v3 -g -O2 -emit-llvm -c -I"$work" \
         -DXDCC_CC="$cc" -DXDCC_NEEDS_ECN=$ecn -o "$work/shim_$cc.bc" "$here/shim.c"
     # 3.

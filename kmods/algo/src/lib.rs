@@ -221,8 +221,13 @@ pub struct CcSpec {
     pub name: &'static str,
     /// Kernel module (`kmods/<module>.rs`).
     pub module: &'static str,
-    /// Needs ECN negotiated (`TCP_CONG_NEEDS_ECN`).
+    /// Needs ECN negotiated (`TCP_CONG_NEEDS_ECN`): whenever it reads marks.
     pub needs_ecn: bool,
+    /// What a CE mark tells the algorithm.
+    pub marks: Marks,
+    /// Whether it sets its sending rate itself (a pacing rate it computes,
+    /// OSCAR) rather than only a window.
+    pub rate_based: bool,
     /// The paper the algorithm file follows (`../shared/papers/<paper>.md`;
     /// DCTCP's, Alizadeh et al. SIGCOMM 2010, is not there: its file follows
     /// RFC 8257 and Linux's `tcp_dctcp.c`).
@@ -234,12 +239,37 @@ pub struct CcSpec {
     pub info_fields: [&'static str; 4],
 }
 
+/// What a CE mark means to an algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marks {
+    /// Congestion: the window or rate goes down (DCTCP and the papers that
+    /// follow it).
+    Congestion,
+    /// Spare bandwidth: the window goes up (AMRT's anti-ECN marks).
+    SpareBandwidth,
+    /// Not read: no ECN (OSCAR, delay only).
+    Unused,
+}
+
+impl Marks {
+    /// The name `xdcc cc known --json` shows.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Marks::Congestion => "congestion",
+            Marks::SpareBandwidth => "spare_bandwidth",
+            Marks::Unused => "unused",
+        }
+    }
+}
+
 macro_rules! cc_spec {
-    ($m:ident :: $state:ident, $module:literal, ecn: $ecn:literal, paper: $paper:literal) => {
+    ($m:ident :: $state:ident, $module:literal, marks: $marks:ident, rate_based: $rate:literal, paper: $paper:literal) => {
         CcSpec {
             name: <$m::$state as CongestionControl>::NAME,
             module: $module,
-            needs_ecn: $ecn,
+            needs_ecn: !matches!(Marks::$marks, Marks::Unused),
+            marks: Marks::$marks,
+            rate_based: $rate,
             paper: $paper,
             tunables: <$m::Params as Tunables>::TUNABLES,
             info_fields: <$m::$state as CongestionControl>::INFO_FIELDS,
@@ -249,12 +279,12 @@ macro_rules! cc_spec {
 
 /// Every xdcc congestion control, in the order the docs list them.
 pub const CCS: [CcSpec; 6] = [
-    cc_spec!(uno::Uno, "tcp_uno", ecn: true, paper: "uno-sc25"),
-    cc_spec!(gemini::Gemini, "tcp_gemini", ecn: true, paper: "gemini-ton"),
-    cc_spec!(oscar::Oscar, "tcp_oscar", ecn: false, paper: "oscar-nsdi26"),
-    cc_spec!(smartt::Smartt, "tcp_smartt", ecn: true, paper: "smartt-uec-nscc"),
-    cc_spec!(amrt::Amrt, "tcp_amrt", ecn: true, paper: "amrt-icpp20"),
-    cc_spec!(dctcp::Dctcp, "tcp_dctcp", ecn: true, paper: "dctcp-sigcomm10"),
+    cc_spec!(uno::Uno, "tcp_uno", marks: Congestion, rate_based: false, paper: "uno-sc25"),
+    cc_spec!(gemini::Gemini, "tcp_gemini", marks: Congestion, rate_based: false, paper: "gemini-ton"),
+    cc_spec!(oscar::Oscar, "tcp_oscar", marks: Unused, rate_based: true, paper: "oscar-nsdi26"),
+    cc_spec!(smartt::Smartt, "tcp_smartt", marks: Congestion, rate_based: false, paper: "smartt-uec-nscc"),
+    cc_spec!(amrt::Amrt, "tcp_amrt", marks: SpareBandwidth, rate_based: false, paper: "amrt-icpp20"),
+    cc_spec!(dctcp::Dctcp, "tcp_dctcp", marks: Congestion, rate_based: false, paper: "dctcp-sigcomm10"),
 ];
 
 /// The entry of `name` (`uno` or `bpf_uno`, ...).

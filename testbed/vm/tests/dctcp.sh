@@ -18,11 +18,11 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 source "$here/lib.sh"
-X=$root/target/release/xdcc
+X=$XDCC_BIN
 linux_ko=$root/kmods/linux/tcp_dctcp.ko
 xdcc_ko=$root/kmods/tcp_dctcp.ko
 for f in "$linux_ko" "$xdcc_ko" "$X"; do
-    [[ -e $f ]] || { echo "FAIL: $f missing (testbed/kernel/build.sh; cargo build --release -p xdcc)"; echo "0 passed, 1 failed"; exit 1; }
+    [[ -e $f ]] || { bad "$f missing (testbed/kernel/build.sh; cargo build --release -p xdcc)"; tap_done; exit 1; }
 done
 BYTES=6000000
 
@@ -51,10 +51,10 @@ run() {
         unset FLOWS_CLI FLOWS_REFRESH
     fi
     net_up step || { bad "$impl: network setup"; return; }
-    tc -n snd qdisc add dev vs root fq
+    tc -n snd qdisc add dev s0 root fq
     SEND_ARGS="--hold 1.5" transfer dctcp "$BYTES"
     local red
-    red=$(tc -n rtr -s qdisc show dev rr | grep -o 'marked [0-9]* early [0-9]* pdrop [0-9]*')
+    red=$(tc -n rtr -s qdisc show dev r1 | grep -o 'marked [0-9]* early [0-9]* pdrop [0-9]*')
     marks=$(awk '{print $2}' <<<"$red")
     # The window and RTT while the flow sends, past its first fifth (slow
     # start) and before its last bytes: the samples of the hold after the
@@ -123,5 +123,4 @@ while read -r line; do
     esac
 done <"$results.verdict"
 rm -f "$results" "$results.verdict"
-echo "$pass passed, $fail failed"
-((fail == 0))
+tap_done

@@ -28,14 +28,12 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 source "$here/lib.sh"
-select_ccs "$root" "$@" || { echo "0 passed, 1 failed"; exit 1; }
-
-FLOWS_CLI="$root/target/release/xdcc"
+FLOWS_CLI=$XDCC_BIN
 if [[ ! -x $FLOWS_CLI ]]; then
-    echo "FAIL: $FLOWS_CLI not built (cargo build --release -p xdcc)"
-    echo "0 passed, 1 failed"
-    exit 1
+    bad "$FLOWS_CLI not built (cargo build --release -p xdcc)"
+    tap_done; exit 1
 fi
+select_ccs "$@" || { tap_done; exit 1; }
 
 # cc_state FIELD: a field of the module's state in the last `xdcc flows`
 # sample of the connection to port 5001 (the sender holds the connection
@@ -71,9 +69,9 @@ test_rto_storm() {
         net_up fifo || { bad "$cc: network setup"; return; }
         : >"$at"
         ip netns exec snd "${rt[@]}" bash -c 'for _ in $(seq 1 400); do
-                ss -tinH dst 10.9.2.2:5001 | grep -Eq " delivered:([3-9][0-9]{2}|[0-9]{4,})" && break; sleep 0.05; done
-            ss -tinH dst 10.9.2.2:5001 >'"$at"'
-            tc qdisc add dev vs root netem loss 100%; sleep 3; tc qdisc del dev vs root' &
+                ss -tinH dst 10.9.2.1:5001 | grep -Eq " delivered:([3-9][0-9]{2}|[0-9]{4,})" && break; sleep 0.05; done
+            ss -tinH dst 10.9.2.1:5001 >'"$at"'
+            tc qdisc add dev s0 root netem loss 100%; sleep 3; tc qdisc del dev s0 root' &
         local storm=$!
         FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer "$cc" $STORM_BYTES
         wait $storm
@@ -128,8 +126,8 @@ test_app_limited() {
     last=$(ss_field cwnd | tail -1)
     echo "  app-limited (150 x 1 kB / 10 ms, ${XFER_MS} ms): cwnd first ${first:-?} max $MAX_CWND last ${last:-?}, median rtt $MED_RTT ms"
     check "$cc: app-limited: transfer byte-exact" test "$XFER_OK" = 1
-    if [[ $cc == oscar ]]; then
-        # (OSCAR's window follows its rate × RTT, not ACK counting.)
+    if cc_is "$cc" rate_based; then
+        # (A rate-based CC's window follows its rate × RTT, not ACK counting.)
         check "$cc: app-limited: window >= 2 packets" test "$MIN_CWND" -ge 2 -o "$MAX_CWND" -ge 2
     else
         check "$cc: app-limited: the window does not grow without the window limiting (max $MAX_CWND <= first ${first:-?} + 2)" \
@@ -167,22 +165,24 @@ test_idle() {
 # RED drops the flow's packets instead of marking CE the peer never echoes.
 test_no_ecn_peer() {
     local cc=$1 ecn rec rto init_saved=""
-    # AMRT without ECN keeps the window it starts with (one BDP: no queue,
-    # so RED neither marks nor drops and there is nothing to react to; it
-    # once passed only when a stretched handshake RTT gave it a bigger
-    # start): here it starts at 4 BDP, 3 BDP of queue above RED's max.
+    # A CC whose marks mean spare bandwidth (AMRT) keeps, without ECN, the
+    # window it starts with (one BDP: no queue, so RED neither marks nor
+    # drops and there is nothing to react to; it once passed only when a
+    # stretched handshake RTT gave it a bigger start): here it starts at 4
+    # BDP, 3 BDP of queue above RED's max.
     net_up red || { bad "$cc: network setup"; return; }
-    if [[ $cc == amrt ]]; then
-        init_saved=$(cat /proc/sys/net/xdcc/amrt/init_bdp_q16)
-        echo $((4 * 65536)) >/proc/sys/net/xdcc/amrt/init_bdp_q16
+    local init=/proc/sys/net/xdcc/$cc/init_bdp_q16
+    if ! cc_is "$cc" marks_congestion; then
+        init_saved=$(cat "$init")
+        echo $((4 * 65536)) >"$init"
     fi
     ip netns exec rcv sysctl -qw net.ipv4.tcp_ecn=0
     RCV_CC=cubic FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer "$cc" 2000000
-    [[ -n $init_saved ]] && echo "$init_saved" >/proc/sys/net/xdcc/amrt/init_bdp_q16
+    [[ -n $init_saved ]] && echo "$init_saved" >"$init"
     ecn=$(cc_state ecn_ok); rec=$(cc_state recoveries); rto=$(cc_state rtos)
     # RED's own counters: CE marks set (only on ECT packets) and drops.
     local red marked dropped
-    red=$(tc -n rtr -s qdisc show dev rr | grep -o 'marked [0-9]* early [0-9]* pdrop [0-9]*')
+    red=$(tc -n rtr -s qdisc show dev r1 | grep -o 'marked [0-9]* early [0-9]* pdrop [0-9]*')
     marked=$(awk '{print $2}' <<<"$red"); dropped=$(awk '{print $4 + $6}' <<<"$red")
     echo "  non-ECN peer behind RED: ecn_ok $ecn, recoveries $rec, rtos $rto, RED marked ${marked:-?} dropped ${dropped:-?}, delivered_ce $DELIVERED_CE, median cwnd $MED_CWND, median rtt $MED_RTT ms"
     check "$cc: non-ECN peer: transfer byte-exact" test "$XFER_OK" = 1
@@ -225,9 +225,9 @@ test_base_rtt_seed() {
     ip netns exec snd sysctl -qw net.ipv4.tcp_timestamps=0
     # The first SYN is lost: the handshake is retransmitted and gives no RTT
     # (the loss ends once the SYN is out; the retransmission follows 1 s later).
-    tc -n snd qdisc add dev vs root netem loss 100%
+    tc -n snd qdisc add dev s0 root netem loss 100%
     ip netns exec snd bash -c 'for _ in $(seq 1 600); do ss -tnH state syn-sent | grep -q . && break; sleep 0.02; done
-        sleep 0.2; tc qdisc del dev vs root' &
+        sleep 0.2; tc qdisc del dev s0 root' &
     FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer "$cc" 1000000
     wait
     base=$(cc_state base_rtt_us)
@@ -245,13 +245,13 @@ for cc in "${ccs[@]}"; do
     test_rto_storm "$cc"
     test_app_limited "$cc"
     test_idle "$cc"
-    [[ $cc == oscar ]] || test_no_ecn_peer "$cc"
+    # (Only a CC that negotiates ECN can meet a peer that does not.)
+    cc_is "$cc" needs_ecn && test_no_ecn_peer "$cc"
     test_delayed_ack "$cc"
     # (DCTCP keeps no base RTT.)
-    [[ $cc == dctcp ]] || test_base_rtt_seed "$cc"
+    cc_is "$cc" keeps_base_rtt && test_base_rtt_seed "$cc"
     w=0
     while ! rmmod "tcp_$cc" 2>/dev/null && ((w < 60)); do sleep 2; w=$((w + 2)); done
     check "tcp_$cc: unloads after the event tests" sh -c "! grep -qw ^tcp_$cc /proc/modules"
 done
-echo "${pass} passed, ${fail} failed"
-((fail == 0))
+tap_done

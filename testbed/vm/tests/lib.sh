@@ -1,74 +1,27 @@
-# Shared helpers of the VM tests: a two-namespace bottleneck and transfers.
+# The VM suites' helpers (kmods.sh, events.sh, dctcp.sh and the probes): the
+# bottleneck of the test network and a sampled transfer over it, on top of
+# the shared test library (tests/lib/lib.sh: checks, namespaces, CC
+# properties, the transfer tool $XFER).
 # shellcheck shell=bash
-xfer="python3 $(dirname "${BASH_SOURCE[0]}")/xfer.py"
-
-# Test bookkeeping: check WHAT COMMAND... counts a PASS or FAIL line.
-pass=0
-fail=0
-ok() { echo "PASS: $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-
-# select_ccs ROOT [CC...]: sets `ccs` to the given CCs, or to every xdcc CC
-# (the algorithm crate's list, `cc_spec!` lines in kmods/algo/src/lib.rs),
-# and prints them; fails when there is no list.
-select_ccs() {
-    local root=$1
-    shift
-    ccs=("$@")
-    # (No process substitution: the guest has no /dev/fd.)
-    # shellcheck disable=SC2207
-    ((${#ccs[@]})) || ccs=($(sed -n 's/^ *cc_spec!(\([a-z]*\)::.*/\1/p' "$root/kmods/algo/src/lib.rs"))
-    if ((${#ccs[@]} == 0)); then
-        echo "FAIL: no CC list (cc_spec! lines in kmods/algo/src/lib.rs)"
-        return 1
-    fi
-    echo "CCs under test: ${ccs[*]}"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../../../tests/lib/lib.sh"
 
 RATE=20mbit
 RTT=4ms   # base RTT; BDP 10 kB (7 packets)
 
-# Three namespaces: snd -- rtr -- rcv. The router's port towards rcv is the
-# bottleneck: an HTB rate limit whose leaf is $1, "red" (RED with ECN
-# marking), "reddeep" (RED marking from 20 packets), "step" (DCTCP's step
-# marking at 20 packets) or "fifo" (a byte FIFO, no marking). The base RTT is netem delay
-# on the router's port back towards snd. (The bottleneck must not be on the
-# sender's own interface: TCP Small Queues would then cap its queue at about
-# a millisecond of data and no marking threshold would ever be reached.)
+# Three namespaces: snd (10.9.1.1) -- rtr -- rcv (10.9.2.1), the shared
+# library's routed_path. The router's port towards rcv (r1) is the
+# bottleneck: an HTB rate limit whose leaf is $1 (the library's `bottleneck`:
+# "red" RED with ECN marking, "reddeep" RED marking from 20 packets, "step"
+# DCTCP's step marking at 20 packets, "fifo" a byte FIFO without marking). The
+# base RTT is netem delay on the router's port back towards snd (r0). (The
+# bottleneck must not be on the sender's own interface: TCP Small Queues
+# would then cap its queue at about a millisecond of data and no marking
+# threshold would ever be reached.)
 net_up() {
-    ip netns add snd && ip netns add rtr && ip netns add rcv || return 1
-    ip link add vs netns snd type veth peer name rs netns rtr
-    ip link add rr netns rtr type veth peer name vr netns rcv
-    ip -n snd addr add 10.9.1.1/24 dev vs
-    ip -n rtr addr add 10.9.1.254/24 dev rs
-    ip -n rtr addr add 10.9.2.254/24 dev rr
-    ip -n rcv addr add 10.9.2.2/24 dev vr
-    local n
-    for n in snd rtr rcv; do ip -n $n link set lo up; done
-    ip -n snd link set vs up
-    ip -n rtr link set rs up
-    ip -n rtr link set rr up
-    ip -n rcv link set vr up
-    ip -n snd route add default via 10.9.1.254
-    ip -n rcv route add default via 10.9.2.254
-    ip netns exec rtr sysctl -qw net.ipv4.ip_forward=1
-    tc -n rtr qdisc add dev rr root handle 1: htb default 1
-    tc -n rtr class add dev rr parent 1: classid 1:1 htb rate $RATE ceil $RATE
-    case $1 in
-        red) tc -n rtr qdisc add dev rr parent 1:1 handle 10: red limit 300000 min 3000 max 9000 \
-                avpkt 1500 burst 3 bandwidth $RATE probability 1.0 ecn ;;
-        fifo) tc -n rtr qdisc add dev rr parent 1:1 handle 10: bfifo limit 300000 ;;
-        # DCTCP's step marking at K = 20 packets (switch-config's Step:
-        # RED from K to K + 1 MTU, the smallest burst, probability 1).
-        step) tc -n rtr qdisc add dev rr parent 1:1 handle 10: red limit 300000 min 30000 max 31500 \
-                avpkt 1500 burst 20 bandwidth $RATE probability 1.0 ecn ;;
-        # RED/ECN marking from a DCTCP-like threshold (20 packets, 12 ms
-        # here), deeper than AMRT's mark guard (16 MTUs at line rate).
-        reddeep) tc -n rtr qdisc add dev rr parent 1:1 handle 10: red limit 300000 min 30000 max 60000 \
-                avpkt 1500 burst 25 bandwidth $RATE probability 1.0 ecn ;;
-    esac
-    tc -n rtr qdisc add dev rs root netem delay $RTT limit 100000
+    local S R D
+    routed_path S R D "" 10.9 || return 1
+    bottleneck rtr r1 "$RATE" "$1" || return 1
+    tc -n rtr qdisc add dev r0 root netem delay "$RTT" limit 100000
 }
 
 net_down() {
@@ -77,17 +30,14 @@ net_down() {
     # average dropped) lingers as an orphan, retransmitting for minutes and
     # holding its CC module. Without the bottleneck qdisc the next
     # retransmission gets through.
-    tc -n rtr qdisc del dev rr root 2>/dev/null
+    tc -n rtr qdisc del dev r1 root 2>/dev/null
     local i
     for i in $(seq 1 30); do
         [[ -z $(ip netns exec snd ss -tanH state fin-wait-1 state fin-wait-2 state closing state last-ack 2>/dev/null;
                 ip netns exec rcv ss -tanH state fin-wait-1 state fin-wait-2 state closing state last-ack 2>/dev/null) ]] && break
         sleep 0.5
     done
-    ip netns del snd 2>/dev/null
-    ip netns del rtr 2>/dev/null
-    ip netns del rcv 2>/dev/null
-    true
+    ns_cleanup
 }
 
 # The cwnd of each `ss -ti` sample (file $2) whose `delivered:` count is
@@ -100,7 +50,7 @@ cwnds_once_delivered() {
 
 # transfer CC BYTES: sends BYTES from snd to rcv with the netns default CC
 # set to CC (the receiver's: RCV_CC, default CC; SEND_ARGS: more arguments
-# of `xfer.py send`); samples `ss -tin` on the sender while it runs. Sets XFER_OK, XFER_MS,
+# of `$XFER send`); samples `ss -tin` on the sender while it runs. Sets XFER_OK, XFER_MS,
 # XFER_LATE (paced sender: writes that started >= 200 ms after the one before),
 # SS_LINES (all samples of the connection to port 5001), MAX_CWND, MIN_CWND, MED_CWND, MED_RTT, LAST_PACING and
 # MED_PACING (bit/s, median over the second half of the samples).
@@ -127,7 +77,7 @@ transfer_once() {
     # listener whose CC needs ECN too.
     ip netns exec snd sysctl -qw net.ipv4.tcp_congestion_control="$cc" || return 1
     ip netns exec rcv sysctl -qw net.ipv4.tcp_congestion_control="${RCV_CC:-$cc}" || return 1
-    ip netns exec rcv $xfer serve 5001 >"$out/rcv" &
+    ip netns exec rcv $XFER recv --port 5001 --out "$out/rcv" &
     local srv=$!
     # Sample `ss` from inside the namespace until the sender is done: one
     # sampler process, because every `ip netns exec` remounts sysfs, which
@@ -151,7 +101,7 @@ transfer_once() {
                 sleep 0.05
             done &
         fi
-        while [[ ! -e '"$out/done"' ]]; do ss -tinH dst 10.9.2.2:5001; sleep 0.05; done
+        while [[ ! -e '"$out/done"' ]]; do ss -tinH dst 10.9.2.1:5001; sleep 0.05; done
         wait' \
         >"$out/ss" 2>/dev/null &
     local sampler=$!
@@ -160,7 +110,7 @@ transfer_once() {
     local t0
     t0=$(date +%s%N)
     # shellcheck disable=SC2086
-    ip netns exec snd $xfer send 10.9.2.2 5001 "$bytes" ${SEND_ARGS:-} >"$out/snd"
+    ip netns exec snd $XFER send --to 10.9.2.1 --port 5001 --bytes "$bytes" ${SEND_ARGS:-} >"$out/snd"
     touch "$out/done"
     wait $sampler
     FLOWS_JSON=$(cat "$out/flows" 2>/dev/null)
@@ -169,13 +119,10 @@ transfer_once() {
     # while its data is still in the socket buffer.)
     XFER_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
     SS_LINES=$(cat "$out/ss")
-    local s r
-    s=$(awk '{print $1, $2}' "$out/snd")
-    r=$(cat "$out/rcv")
-    XFER_LATE=$(awk '{print $4}' "$out/snd")
+    XFER_LATE=$(jq .late "$out/snd" 2>/dev/null)
     XFER_LATE=${XFER_LATE:-0}
     XFER_OK=0
-    [[ -n $s && "$s" == "$r" && ${s%% *} == "$bytes" ]] && XFER_OK=1
+    same_sha "$out/snd" "$out/rcv" && [[ $(jq .bytes "$out/rcv") == "$bytes" ]] && XFER_OK=1
     MAX_CWND=$(grep -o 'cwnd:[0-9]*' "$out/ss" | cut -d: -f2 | sort -n | tail -1)
     MAX_CWND=${MAX_CWND:-0}
     # (Once the first window is acknowledged: until then cwnd is the
@@ -205,19 +152,10 @@ transfer_once() {
     pacings=$(tail -n $(( ($(wc -l <<<"$pacings") + 1) / 2 )) <<<"$pacings" | sort -n)
     MED_PACING=$(sed -n "$(( ($(wc -l <<<"$pacings") + 1) / 2 ))p" <<<"$pacings")
     MED_PACING=${MED_PACING:-0}
-    SENT_CC=$(awk '{print $3}' "$out/snd")
+    SENT_CC=$(jq -r .cc "$out/snd" 2>/dev/null)
     rm -rf "$out"
 }
 
-to_bps() { # 95.3Mbps -> 95300000
-    local v=${1%bps}
-    case $v in
-        *G) awk -v x="${v%G}" 'BEGIN{printf "%d", x*1e9}' ;;
-        *M) awk -v x="${v%M}" 'BEGIN{printf "%d", x*1e6}' ;;
-        *K) awk -v x="${v%K}" 'BEGIN{printf "%d", x*1e3}' ;;
-        *) printf '%d' "${v:-0}" ;;
-    esac
-}
 
 
 # Configure an xdcc CC for the test network (what an operator does on real

@@ -65,7 +65,7 @@ pub fn run(c: CcCmd, ctx: &super::Ctx) -> Result<()> {
                     .iter()
                     .map(|c| {
                         serde_json::json!({"name": c.name, "module": c.module, "needs_ecn": c.needs_ecn,
-                            "paper": c.paper, "tunables": c.tunables, "info_fields": c.info_fields})
+                            "marks": c.marks.as_str(), "rate_based": c.rate_based, "paper": c.paper, "tunables": c.tunables, "info_fields": c.info_fields})
                     })
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
