@@ -23,6 +23,22 @@
 //! | gemini | `h_rtt_ns` | 0 (own RTT) | the inter-DC RTT: same bytes per RTT for every flow |
 //! | gemini | `wan_min_base_rtt_ns` | 0 (all flows) | halfway between intra- and inter-DC RTT: T for inter-DC flows only |
 //!
+//! `real-host`: UnoCC on a real Linux host at real speed, where its base
+//! RTT is microseconds and its pipe holds a few packets:
+//!
+//! | CC | tunable | paper default | `real-host` |
+//! |---|---|---|---|
+//! | uno | `fast_increase_epochs` | 0 (off: Algorithm 1) | 3: the reference code's fast increase (`use_fi`, on by default there, threshold 3; its figure scripts turn it off) |
+//!
+//! At a few-packet BDP the paper's α (0.1 % of a BDP per RTT: 5 bytes on
+//! a 1 Gbit/s, 40 µs pipe) regrows one packet in ~300 round trips, so
+//! whatever cuts the window holds it down (a lone flow used 56–62 % of a
+//! 1 Gbit/s port; 4 flows 81 % of 3 Gbit/s, against UnoCC's 88 % target);
+//! fast increase multiplies α by the run of unmarked epochs (84–86 % and
+//! 90 %: `testbed/RESULTS.md`, "A lone flow at real speed"). Its price in
+//! the simulator is a physical queue at 10 Gbit/s (31 kB mean instead of
+//! 2.6), so it is a preset for real hosts, not the default.
+//!
 //! Not in a CC preset, because they are not the sender's: the artifact's
 //! phantom-queue marking (RED 2–60 % of the phantom size, drain at line rate
 //! / 1.05) is a switch profile's, and its Gemini T = 0.1 ms belongs to its
@@ -37,14 +53,15 @@ use super::params::NetConfig;
 pub const PRESETS: &[(&str, &str, &str)] = &[
     ("uno", "paper", "the paper's defaults (uno-sc25 Table 2 and §4.1) for what uno-artifact changes"),
     ("uno", "uno-artifact", "as the public Uno simulator runs UnoCC (spcl/Uno_SC25, Fig. 3 scripts)"),
+    ("uno", "real-host", "UnoCC on a real host at real speed: the reference code's fast increase (few-packet pipes)"),
     ("gemini", "paper", "the paper's defaults (gemini-ton Table IV) for what uno-artifact changes"),
     ("gemini", "uno-artifact", "as the public Uno simulator runs Gemini (spcl/Uno_SC25 sim/gemini.cpp)"),
 ];
 
 /// Calls `set(tunable, value)` for each tunable preset `name` of `cc` sets on
-/// network `n`. "paper" sets every tunable that another preset of the CC
-/// sets back to the paper's default for `n` (so it undoes them); the other
-/// tunables are left alone. Returns false for an unknown (cc, name):
+/// network `n`. "paper" sets every tunable that any other preset of the CC
+/// sets back to the paper's default for `n` (so it undoes them all); the
+/// other tunables are left alone. Returns false for an unknown (cc, name):
 /// nothing is called then.
 pub fn for_each_preset_tunable(cc: &str, name: &str, n: &NetConfig, mut set: impl FnMut(&'static str, u64)) -> bool {
     if !PRESETS.iter().any(|(c, p, _)| *c == cc && *p == name) {
@@ -54,7 +71,9 @@ pub fn for_each_preset_tunable(cc: &str, name: &str, n: &NetConfig, mut set: imp
         match cc {
             "uno" => {
                 let d = super::uno::Params::from_net(n);
-                uno_artifact(n, |k, _| set(k, super::Tunables::get(&d, k).unwrap_or(0)));
+                let mut paper = |k: &'static str, _: u64| set(k, super::Tunables::get(&d, k).unwrap_or(0));
+                uno_artifact(n, &mut paper);
+                uno_real_host(&mut paper);
             }
             "gemini" => {
                 let d = super::gemini::Params::from_net(n);
@@ -64,12 +83,17 @@ pub fn for_each_preset_tunable(cc: &str, name: &str, n: &NetConfig, mut set: imp
         }
         return true;
     }
-    match cc {
-        "uno" => uno_artifact(n, set),
-        "gemini" => gemini_artifact(n, set),
+    match (cc, name) {
+        ("uno", "uno-artifact") => uno_artifact(n, set),
+        ("uno", "real-host") => uno_real_host(set),
+        ("gemini", "uno-artifact") => gemini_artifact(n, set),
         _ => {}
     }
     true
+}
+
+fn uno_real_host(mut set: impl FnMut(&'static str, u64)) {
+    set("fast_increase_epochs", 3);
 }
 
 fn uno_artifact(n: &NetConfig, mut set: impl FnMut(&'static str, u64)) {

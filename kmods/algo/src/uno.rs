@@ -76,8 +76,9 @@
 //!   4 flows 95.1 % at 1 Gbit/s (93.1) and 90.0 % at 3 Gbit/s (81.1, the 88 %
 //!   target met), realspeed-incast's long flow 86.7 % (49.5) with the incast
 //!   done in 12.9 ms (19.5), realspeed-4to1 unchanged (96.6 / 97.0 %). Kept
-//!   off by default: it is not the paper's Algorithm 1, its figure runs
-//!   disable it, and the VM testbed has not been run with it.
+//!   off by default: it is not the paper's Algorithm 1 and its figure runs
+//!   disable it; the `real-host` preset (`presets.rs`) turns it on for
+//!   real servers.
 //! - Loss (stands in for NACK/timeout, which TCP does not have): one cut as if
 //!   the whole epoch were marked (`E = 1`), at most once per RTT. RTO: window to
 //!   one packet and slow start back to half the old window (TCP's RTO rule;

@@ -57,9 +57,41 @@ fn paper_undoes_the_artifact_preset() {
     assert_ne!(p, gemini::Params::from_net(&n));
     for_each_preset_tunable("gemini", "paper", &n, |k, v| p.set_unchecked(k, v).unwrap());
     assert_eq!(p, gemini::Params::from_net(&n));
-    let mut u: uno::Params = with_preset("uno", "uno-artifact", &n);
-    for_each_preset_tunable("uno", "paper", &n, |k, v| u.set_unchecked(k, v).unwrap());
-    assert_eq!(u, uno::Params::from_net(&n));
+    for name in ["uno-artifact", "real-host"] {
+        let mut u: uno::Params = with_preset("uno", name, &n);
+        assert_ne!(u, uno::Params::from_net(&n), "{name} changes something");
+        for_each_preset_tunable("uno", "paper", &n, |k, v| u.set_unchecked(k, v).unwrap());
+        assert_eq!(u, uno::Params::from_net(&n), "paper undoes {name}");
+    }
+}
+
+/// `real-host`: on a pipe of a few packets (1 Gbit/s, 40 µs) the paper's α
+/// adds 5 bytes per RTT; with the reference code's fast increase, a run of
+/// unmarked epochs multiplies it, so a window regrows within tens of round
+/// trips instead of hundreds.
+#[test]
+fn uno_real_host_regrows_a_few_packet_window_fast() {
+    let n = NetConfig { link_rate_bps: 1_000_000_000, intra_rtt_ns: 40_000, inter_rtt_ns: 4_000_000, mtu: 1500 };
+    let rtt = n.intra_rtt_ns;
+    let grow = |p: &uno::Params| {
+        let mut u = uno::Uno::new(p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: rtt });
+        let start = u.cwnd();
+        let mut now = T0;
+        // 100 round trips of unmarked ACKs, one window's worth per RTT.
+        for _ in 0..100 {
+            let per_rtt = (u.cwnd() / 1500).max(1);
+            for _ in 0..per_rtt {
+                now += rtt as u64 / per_rtt as u64;
+                u.on_ack(p, &ack(now, rtt, false));
+            }
+        }
+        u.cwnd() - start
+    };
+    let paper = grow(&uno::Params::from_net(&n));
+    let host = grow(&with_preset::<uno::Params>("uno", "real-host", &n));
+    eprintln!("100 RTTs: paper +{paper} bytes, real-host +{host}");
+    assert!(paper < 1500, "the paper's α: {paper} bytes in 100 RTTs");
+    assert!(host >= 10 * paper.max(1) && host >= 1500, "fast increase: {host} bytes in 100 RTTs (paper {paper})");
 }
 
 /// The reference code's Gemini starts at one BDP without slow start, never
