@@ -235,15 +235,18 @@ fn run_testbed(path: &std::path::Path, cc: &[String], out: Option<&std::path::Pa
     if let Some(d) = duration {
         tb.duration_s = d;
     }
-    let mut points = tb.points(&stem(path), &dir)?;
     if !cc.is_empty() {
+        // As the testbed runner: a CC of `ccs`, a [variants] entry (which
+        // `ccs` need not list) or any xdcc CC.
         for c in cc {
-            if !points.iter().any(|p| &p.entry == c) {
-                anyhow::bail!("--cc {c}: not in the scenario's ccs ({})", tb.ccs.join(", "));
+            if !tb.ccs.contains(c) && !tb.variants.contains_key(c) && xdcc_sim::CcKind::parse(c).is_err() {
+                let variants: Vec<&str> = tb.variants.keys().map(String::as_str).collect();
+                anyhow::bail!("--cc {c}: not in the scenario's ccs ({}) or variants ({})", tb.ccs.join(", "), if variants.is_empty() { "none".into() } else { variants.join(", ") });
             }
         }
-        points.retain(|p| cc.contains(&p.entry));
+        tb.ccs = cc.to_vec();
     }
+    let mut points = tb.points(&stem(path), &dir)?;
     for p in &mut points {
         if let Some(sc) = &mut p.scenario {
             // Only this point's CC's tunables apply.
