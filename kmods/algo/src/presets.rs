@@ -34,7 +34,7 @@
 //! a 1 Gbit/s, 40 µs pipe) regrows one packet in ~300 round trips, so
 //! whatever cuts the window holds it down (a lone flow used 56–62 % of a
 //! 1 Gbit/s port; 4 flows 81 % of 3 Gbit/s, against UnoCC's 88 % target);
-//! fast increase multiplies α by the run of unmarked epochs (84–86 % and
+//! fast increase multiplies α by the run of unmarked epochs (83–86 % and
 //! 90 %: `testbed/RESULTS.md`, "A lone flow at real speed"). Its price in
 //! the simulator is a physical queue at 10 Gbit/s (31 kB mean instead of
 //! 2.6), so it is a preset for real hosts, not the default.
