@@ -183,6 +183,10 @@ print(w[len(w) // 2] if w else 0, len(w), w[len(w) // 10] if w else 0, w[len(w) 
     expect_fail "preset: unknown name refused" "no preset" "$X" tunable preset bpf_gemini nosuch
     check "preset: the refused one changed nothing" eq "$("$X" tunable get bpf_gemini init_bdp_q16)" 65536
     check "tunable preset bpf_gemini paper undoes it" bash -c "'$X' tunable preset bpf_gemini paper >/dev/null && [[ \$('$X' tunable get bpf_gemini init_bdp_q16) == 0 ]]"
+    check "tunable preset bpf_uno real-host: fast increase after 3 unmarked epochs" bash -c \
+        "'$X' tunable preset bpf_uno real-host >/dev/null && [[ \$('$X' tunable get bpf_uno fast_increase_epochs) == 3 ]]"
+    check "tunable preset bpf_uno paper turns it off" bash -c \
+        "'$X' tunable preset bpf_uno paper >/dev/null && [[ \$('$X' tunable get bpf_uno fast_increase_epochs) == 0 ]]"
 
     # In-place replacement (BPF_LINK_UPDATE): name and tunables stay, traffic flows.
     local tun_before; tun_before=$("$X" tunable list bpf_uno)
