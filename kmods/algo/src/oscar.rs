@@ -90,6 +90,10 @@
 //!   28 kB (counterfactual before the floor existed: `mtu = 9000`, i.e. a
 //!   12-packet floor, 99.1 %). `host_delay_gain_q16 = 0` and
 //!   `min_wnd_pkts = 2` give the paper's sizing.
+//!   At 3 Gbit/s on the same host a 20-packet floor took the port from
+//!   93–95 % to 94–98 % (no reordering-induced recoveries: window-limited
+//!   sends came from two CPUs) but tripled the 1 Gbit/s queue (29 → 90 kB):
+//!   left at 10 (testbed/RESULTS.md, "OSCAR's window floor at 3 Gbit/s").
 //! - **A stall is a batch older than 4τ or than 8 MTUs at the flow's own
 //!   rate.** At 3 Gbit/s the flows settled at u ≈ 0.13 (58 % of the port)
 //!   with RTTs at target: their ACKs came ~60 µs apart, more than 4τ after a
