@@ -95,11 +95,15 @@ mkns() {
     printf -v "$1" %s "$n"
 }
 in_ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
-# link NS_A IF_A NS_B IF_B: a veth pair, both ends up.
+# link NS_A IF_A NS_B IF_B [ADDR_A ADDR_B]: a veth pair, both ends up (and
+# given those addresses, e.g. 10.9.1.1/24).
 link() {
     ip link add "$2" netns "$1" type veth peer name "$4" netns "$3" || return 1
     ip -n "$1" link set "$2" up
     ip -n "$3" link set "$4" up
+    if (($# == 6)); then
+        ip -n "$1" addr add "$5" dev "$2" && ip -n "$3" addr add "$6" dev "$4"
+    fi
 }
 # ns_cleanup: every namespace mkns made goes, with the processes in it
 # (daemons such as iperf3 -D die with it).
@@ -122,11 +126,8 @@ routed_path() {
     local -n _s=$1 _r=$2 _d=$3
     local name=$4 v4=$5 v6=${6:-}
     mkns "$1" "${name}snd" && mkns "$2" "${name}rtr" && mkns "$3" "${name}rcv" || return 1
-    link "$_s" s0 "$_r" r0 && link "$_r" r1 "$_d" d0 || return 1
-    ip -n "$_s" addr add "$v4.1.1/24" dev s0
-    ip -n "$_r" addr add "$v4.1.254/24" dev r0
-    ip -n "$_r" addr add "$v4.2.254/24" dev r1
-    ip -n "$_d" addr add "$v4.2.1/24" dev d0
+    link "$_s" s0 "$_r" r0 "$v4.1.1/24" "$v4.1.254/24" || return 1
+    link "$_r" r1 "$_d" d0 "$v4.2.254/24" "$v4.2.1/24" || return 1
     ip -n "$_s" route add default via "$v4.1.254"
     ip -n "$_d" route add default via "$v4.2.254"
     in_ns "$_r" sysctl -qw net.ipv4.ip_forward=1
@@ -145,9 +146,17 @@ routed_path() {
 host_pair() {
     local -n _a=$1 _b=$2
     mkns "$1" "${3}a" && mkns "$2" "${3}b" || return 1
-    link "$_a" a0 "$_b" b0 || return 1
-    ip -n "$_a" addr add "$4.1/24" dev a0
-    ip -n "$_b" addr add "$4.2/24" dev b0
+    link "$_a" a0 "$_b" b0 "$4.1/24" "$4.2/24"
+}
+# star HUB A B NAME NET4: a namespace $HUB linked to $A and to $B (NAMEhub,
+# NAMEa, NAMEb), one subnet per link: A NET4.1.1 on a0 -- NET4.1.2 on h0 of
+# the hub, B NET4.2.1 on b0 -- NET4.2.2 on h1 (no routes: each leaf reaches
+# the hub only).
+star() {
+    local -n _h=$1 _a=$2 _b=$3
+    mkns "$1" "${4}hub" && mkns "$2" "${4}a" && mkns "$3" "${4}b" || return 1
+    link "$_a" a0 "$_h" h0 "$5.1.1/24" "$5.1.2/24" &&
+        link "$_b" b0 "$_h" h1 "$5.2.1/24" "$5.2.2/24"
 }
 # bottleneck NS DEV RATE LEAF: an HTB rate limit at RATE (tc's units) on DEV
 # whose leaf (handle 10:) is LEAF:

@@ -75,6 +75,21 @@ start_agent() {
     return 1
 }
 stop_agent() { kill "$1"; wait "$1" 2>/dev/null || true; }
+# agents_and_marker S D R PREFIX: on a routed_path, an agent at each end (S on
+# s0, D on d0; cgroups PREFIXsnd and PREFIXrcv, sockets $work/PREFIXs.sock
+# and PREFIXd.sock) and `xdcc mark-ce --every 25` on the router's port r1
+# (counters in $work/PREFIXmarker.json). Sets cs and cd (the cgroups) and
+# marker (the marker's pid) in the caller.
+agents_and_marker() {
+    local S=$1 D=$2 R=$3 p=$4
+    cs=$(new_cgroup "${p}snd"); cd=$(new_cgroup "${p}rcv")
+    start_agent "$S" "$work/${p}s.sock" "$cs" --iface s0
+    start_agent "$D" "$work/${p}d.sock" "$cd" --iface d0
+    ip netns exec "$R" "$X" mark-ce --iface r1 --every 25 >"$work/${p}marker.json" 2>"$work/${p}marker.log" &
+    marker=$!
+    pids+=("$marker")
+    sleep 1
+}
 # flow_json NS SOCKET LOCAL: the agent's flow whose local address is LOCAL
 flow_json() {
     in_ns "$1" "$X" --socket "$2" flows --all --json | jq -c --arg l "$3" '.[] | select(.local == $l)'

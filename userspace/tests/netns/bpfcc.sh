@@ -141,12 +141,7 @@ print(w[len(w) // 2] if w else 0, len(w), w[len(w) // 10] if w else 0, w[len(w) 
     # CE echo: the receiver (bpf_gemini, its namespace default) echoes each
     # CE mark on about one ACK (DCTCP style), where RFC 3168 repeats ECE
     # until the sender's CWR. Counted by the xdcc agents' telemetry.
-    local cs cd; cs=$(new_cgroup bsnd); cd=$(new_cgroup brcv)
-    start_agent "$S" "$work/bs.sock" "$cs" --iface s0
-    start_agent "$D" "$work/bd.sock" "$cd" --iface d0
-    ip netns exec "$R" "$X" mark-ce --iface r1 --every 25 >"$work/bmarker.json" 2>"$work/bmarker.log" &
-    local marker=$!; pids+=("$marker")
-    sleep 1
+    local cs cd marker; agents_and_marker "$S" "$D" "$R" b
     rm -f "$work/ready"
     run_in_cgroup "$cd" "$D" $XFER recv --port 6201 --out "$work/ce-recv.json" --ready "$work/ready" &
     local rpid=$!

@@ -3,11 +3,8 @@
 # it uses are netns.sh's and tests/lib/lib.sh's).
 section_flowgen() {
     log "flowgen: sized flows from a plan, each from its namespace with its CC, timed to the answer"
-    local A B D; mkns A fa; mkns B fb; mkns D fd
-    link "$A" a0 "$D" d0; link "$B" b0 "$D" d1
-    ip -n "$A" addr add 10.94.1.1/24 dev a0; ip -n "$D" addr add 10.94.1.2/24 dev d0
-    ip -n "$B" addr add 10.94.2.1/24 dev b0; ip -n "$D" addr add 10.94.2.2/24 dev d1
-    ip -n "$B" addr add fd94::1/64 dev b0 nodad; ip -n "$D" addr add fd94::2/64 dev d1 nodad
+    local A B D; star D A B f 10.94
+    ip -n "$B" addr add fd94::1/64 dev b0 nodad; ip -n "$D" addr add fd94::2/64 dev h1 nodad
     cat >"$work/plan.json" <<EOF
 {"port": 7300, "servers": ["$D"], "deadline_s": 3, "flows": [
  {"at_s": 0.1, "src": "$A", "dst": "10.94.1.2", "size": 150000, "cc": "cubic"},

@@ -9,10 +9,7 @@
 # prefixes, bpf_uno and cubic, both directions, byte-exact.
 section_policy() {
     log "policy: connections to two prefixes get two CCs, ECN where the CC needs it, both directions"
-    local C A B; mkns C pc; mkns A pa; mkns B pb
-    link "$C" ca "$A" ac; link "$C" cb "$B" bc
-    ip -n "$C" addr add 10.98.1.2/24 dev ca; ip -n "$A" addr add 10.98.1.1/24 dev ac
-    ip -n "$C" addr add 10.98.2.2/24 dev cb; ip -n "$B" addr add 10.98.2.1/24 dev bc
+    local C A B; star C A B p 10.98
     local had_uno=0
     grep -qw bpf_uno /proc/sys/net/ipv4/tcp_available_congestion_control && had_uno=1
     ((had_uno)) || "$X" cc load uno --bpf >/dev/null

@@ -9,12 +9,7 @@ section_telemetry() {
     local S R D; routed_path S R D t 10.91 fd91
     for n in "$S" "$D"; do in_ns "$n" sysctl -qw net.ipv4.tcp_ecn=1; done
     in_ns "$R" tc qdisc add dev r1 root tbf rate 50mbit burst 16k latency 20ms
-    local cs cd; cs=$(new_cgroup snd); cd=$(new_cgroup rcv)
-    start_agent "$S" "$work/s.sock" "$cs" --iface s0
-    start_agent "$D" "$work/d.sock" "$cd" --iface d0
-    ip netns exec "$R" "$X" mark-ce --iface r1 --every 25 >"$work/marker.json" 2>"$work/marker.log" &
-    local marker=$!; pids+=("$marker")
-    sleep 1
+    local cs cd marker; agents_and_marker "$S" "$D" "$R" ""
 
     local n=8000000 fam to port=5001 res
     for fam in 4 6; do

@@ -66,18 +66,19 @@ print(r[0]["cc_state"]["values"][sys.argv[2]] if r else -1)' "${FLOWS_JSON:-}" "
     # RED's marking range), cap 16 BDP.
     echo 327680 >"$d/init_bdp_q16"
     echo 1048576 >"$d/max_wnd_bdp_q16"
-    net_up reddeep
-    FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer "$cc" 4000000
-    net_down
-    ign=$(spare ignored_marks); sm=$(spare spare_marks)
+    # red_run: one transfer through the RED port; sets ign and sm.
+    red_run() {
+        net_up reddeep
+        FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer "$cc" 4000000
+        net_down
+        ign=$(spare ignored_marks); sm=$(spare spare_marks)
+    }
+    red_run
     echo "  RED from 20 packets, guard ${saved[mark_max_qdelay_ns]} ns: max cwnd $MAX_CWND, median rtt $MED_RTT ms, delivered_ce $DELIVERED_CE, ignored_marks $ign, spare_marks $sm"
     check "tcp_$cc: behind classic ECN the congestion marks are ignored (ignored_marks $ign > 0, > 10 x spare_marks $sm)" \
         test "$ign" -gt 0 -a "$ign" -gt $((10 * sm))
     echo 0 >"$d/mark_max_qdelay_ns"
-    net_up reddeep
-    FLOWS_REFRESH=1 SEND_ARGS="--hold 1.5" transfer "$cc" 4000000
-    net_down
-    ign=$(spare ignored_marks); sm=$(spare spare_marks)
+    red_run
     echo "  same port, guard off: max cwnd $MAX_CWND, median rtt $MED_RTT ms, spare_marks $sm, ignored_marks $ign"
     check "tcp_$cc: with the guard off the same marks grow the window (spare_marks $sm > 0)" test "$sm" -gt 0 -a "$ign" = 0
     for k in "${!saved[@]}"; do echo "${saved[$k]}" >"$d/$k"; done
