@@ -388,7 +388,8 @@ class ModelNextToKernel(unittest.TestCase):
         self.assertEqual(len(bad), 1)
         self.assertIn("utilization kernel 0.750 vs model 0.980", bad[0])
         self.assertIn("queue_mean_kb kernel 90.000", check_report.disagreements(runs(0.95, 90.0))[0])
-        self.assertIn("queue_mean_kb kernel 30.000", check_report.disagreements(runs(0.95, 30.0))[0])
+        self.assertIn("queue_mean_kb kernel 15.000", check_report.disagreements(runs(0.95, 15.0))[0])
+        self.assertEqual(check_report.disagreements(runs(0.95, 30.0)), [])  # 0.5 of the model's
 
 
 if __name__ == "__main__":
