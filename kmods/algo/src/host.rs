@@ -32,6 +32,7 @@
 //! on the base RTT: moved with the estimate, its queue ratcheted up to
 //! 320 kB); OSCAR, whose samples are whole RTTs, also moves its target
 //! delay by it (its simulator queue checks pass unchanged).
+//!
 //! In the simulator (no host) it reads only a queue's variation within a
 //! round: small, but not 0 (OSCAR's 16→1 incast queue 60 → 111 kB, SMaRTT's
 //! Jain there 0.97 → 0.92; rtt-fairness unchanged: `xdcc-sim run
@@ -39,6 +40,20 @@
 //! `--set <cc>.host_delay_gain_q16=0`), the simulator tests pass; at real speed it is what the ACK clock adds to the
 //! minimum RTT. `base RTT + host delay` is the flow's **pipe RTT**: what
 //! one window takes to come back when no switch queues it.
+//!
+//! **Two readings of a round.** The *spread* reading above (`mean − min`)
+//! is for algorithms that cannot tell a switch queue from host delay
+//! (SMaRTT, OSCAR). It misses a host that is busy all the time: a lone
+//! UnoCC flow at real speed saw every sample at 21–34 µs (p10–p90, rttvar
+//! 4 µs) over an idle minimum of 6 µs, and the spread read 1–4 µs. The
+//! *floor* reading ([`HostDelay::sample_above`]) takes the round's mean
+//! above the flow's base RTT; it is for an algorithm whose fabric signals
+//! a queue — UnoCC, whose ports mark (phantom queues at 90 % of the line
+//! rate) before a physical queue forms — and which therefore discards
+//! every round that holds a mark: what is left above the base RTT in an
+//! unmarked round is the host. The same lone flow then read 18–21 µs. In
+//! the simulator it learns what queue an unmarked round holds (UnoCC's
+//! results: `uno.rs`, "Host delay").
 //!
 //! Samples of 4 ms or more are not used: host delay matters next to µs
 //! base RTTs, and 12-bit µs keep the estimator in 8 bytes of the kernel's
@@ -78,10 +93,22 @@ impl HostDelay {
     }
 
     /// One RTT sample in ns (0: none); `gain_q16` 0 keeps the estimate at 0.
-    /// Returns whether a round ended (the estimate may have changed): what
-    /// an algorithm that caches a value derived from it refreshes on.
+    /// The round's delay is measured above its own minimum (module doc:
+    /// the "spread" reading, for algorithms that cannot tell a switch
+    /// queue from host delay). Returns whether a round ended (the estimate
+    /// may have changed): what an algorithm that caches a value derived
+    /// from it refreshes on.
     #[inline(always)]
     pub fn sample(&mut self, rtt_ns: u32, gain_q16: u32) -> bool {
+        self.sample_above(rtt_ns, 0, gain_q16)
+    }
+
+    /// One RTT sample, the round's delay measured above `floor_ns` (the
+    /// flow's base RTT; 0: the round's own minimum) — the "floor" reading of
+    /// the module doc, for an algorithm that discards every round in which
+    /// the fabric signalled a queue ([`Self::restart_round`] on a mark).
+    #[inline(always)]
+    pub fn sample_above(&mut self, rtt_ns: u32, floor_ns: u32, gain_q16: u32) -> bool {
         let us = rtt_ns / 1000;
         if us.wrapping_sub(1) >= MAX_SAMPLE_US {
             return false; // 0 or above 4095 µs
@@ -98,20 +125,24 @@ impl HostDelay {
             self.round_sum = sum;
             return false;
         }
-        self.end_round(sum, min, gain_q16);
+        self.end_round(sum, min, floor_ns, gain_q16);
         true
     }
 
-    /// The 16th sample's work: the round's `mean − min` into the EWMA.
+    /// The 16th sample's work: the round's mean above its minimum, or above
+    /// the floor where one is given, into the EWMA.
     #[cfg_attr(not(xdcc_bpf), inline(never))]
     #[cfg_attr(xdcc_bpf, inline(always))]
-    fn end_round(&mut self, sum: u16, min: u16, gain_q16: u32) {
+    fn end_round(&mut self, sum: u16, min: u16, floor_ns: u32, gain_q16: u32) {
         self.restart_round();
         if gain_q16 == 0 {
             self.host_us = 0;
             return;
         }
-        let spread = (sum / ROUND_SAMPLES).saturating_sub(min);
+        let floor_us = floor_ns / 1000;
+        // (a floor above the round's minimum is stale: the minimum is newer)
+        let low = if floor_ns != 0 && floor_us < min as u32 { floor_us as u16 } else { min };
+        let spread = (sum / ROUND_SAMPLES).saturating_sub(low);
         let h = ewma_q16(self.host_us as u32, spread as u32, gain_q16);
         self.host_us = core::cmp::min(h, MAX_SAMPLE_US) as u16;
     }
@@ -159,6 +190,27 @@ mod tests {
         let want = (14 * 160 + 2 * 6) / 16 - 6; // mean − min, µs
         // (the EWMA's integer steps stop up to 1/gain µs short)
         assert!((want - 4..=want).contains(&(h.ns() / 1000)), "{} vs {want}", h.ns());
+    }
+
+    #[test]
+    fn steady_delay_is_read_above_the_floor_not_above_the_round_minimum() {
+        // A busy host: every sample 46 µs, the idle minimum 6 µs.
+        let (mut spread, mut floor) = (HostDelay::new(), HostDelay::new());
+        for _ in 0..200 * 16 {
+            spread.sample(46_000, DEFAULT_GAIN_Q16);
+            floor.sample_above(46_000, 6_000, DEFAULT_GAIN_Q16);
+        }
+        assert_eq!(spread.ns(), 0, "no spread within a round");
+        assert!((36_000..=40_000).contains(&floor.ns()), "{}", floor.ns());
+        // A floor above the round's minimum is stale: the minimum is used.
+        let mut h = HostDelay::new();
+        rounds(&mut h, 200, &[20_000, 40_000], DEFAULT_GAIN_Q16);
+        let mut g = HostDelay::new();
+        for _ in 0..200 * 8 {
+            g.sample_above(20_000, 30_000, DEFAULT_GAIN_Q16);
+            g.sample_above(40_000, 30_000, DEFAULT_GAIN_Q16);
+        }
+        assert_eq!(g.ns(), h.ns());
     }
 
     #[test]

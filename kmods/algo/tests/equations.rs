@@ -261,6 +261,59 @@ fn uno_ai_adds_alpha_per_window_of_unmarked_acks() {
     assert!(grown.abs_diff(alpha) <= alpha / 50 + 2, "grew {grown}, alpha {alpha}");
 }
 
+/// A busy host delays every packet alike (issue 28: a lone flow's samples
+/// 40–50 µs, rttvar 4 µs, over an idle minimum of 6 µs). UnoCC reads the
+/// unmarked rounds above its base RTT, so the pipe its α and QuickAdapt
+/// period are sized from is the one its ACKs come back on; rounds with a
+/// mark (a switch queue) teach it nothing.
+#[test]
+fn uno_learns_a_steady_host_delay_from_unmarked_rounds_only() {
+    let p = uno::Params::from_net(&NET_1G);
+    let run = |mark_every: u64| {
+        let mut u = uno_flow(&p, 6_000);
+        let mut now = T0;
+        for i in 1..=4_000u64 {
+            now += 10_000;
+            u.on_ack(&p, &ack(now, now - 46_000, 46_000, mark_every != 0 && i % mark_every == 0));
+        }
+        u.host_delay_ns()
+    };
+    let unmarked = run(0);
+    assert!((36_000..=40_000).contains(&unmarked), "unmarked: {unmarked} ns");
+    assert_eq!(run(8), 0, "a mark in every round: nothing learned");
+}
+
+/// The physical-queue test measures the port, not the host: an RTT at the
+/// learned pipe RTT (base + host delay) is no physical queue (gentle MD),
+/// one a packet-train's queue above it is; with the estimate off the same
+/// host delay reads as a physical queue, as the paper's test does.
+#[test]
+fn uno_physical_queue_test_is_against_the_pipe_rtt() {
+    let md_scale_after = |gain: u32, rtt_when_marked: u32| {
+        let mut p = uno::Params::from_net(&NET_1G);
+        p.host_delay_gain_q16 = gain;
+        let mut u = uno_flow(&p, 6_000);
+        let mut now = T0;
+        // Unmarked ACKs at 46 µs: a busy host over a 6 µs base RTT.
+        for _ in 0..2_000 {
+            now += 10_000;
+            u.on_ack(&p, &ack(now, now - 46_000, 46_000, false));
+        }
+        // A marked epoch, then the ACK that ends it.
+        for _ in 0..3 {
+            now += 10_000;
+            u.on_ack(&p, &ack(now, now - rtt_when_marked as u64, rtt_when_marked, true));
+        }
+        now += 400_000;
+        u.on_ack(&p, &ack(now, now - rtt_when_marked as u64, rtt_when_marked, true));
+        u.md_scale_q16()
+    };
+    let gain = uno::Params::from_net(&NET_1G).host_delay_gain_q16;
+    assert_eq!(md_scale_after(gain, 46_000), ONE * 3 / 10, "at the pipe RTT: phantom-only");
+    assert_eq!(md_scale_after(gain, 46_000 + 200_000), ONE, "a queue above the pipe RTT is physical");
+    assert_eq!(md_scale_after(0, 46_000), ONE, "estimate off: the paper's test against the base RTT");
+}
+
 #[test]
 fn uno_fast_increase_multiplies_alpha_by_the_unmarked_epochs_in_a_row_until_a_mark() {
     // The reference code's fast increase (off by default): 30 unmarked
