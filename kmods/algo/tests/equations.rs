@@ -367,6 +367,33 @@ fn uno_quick_adapt_drops_to_acked_bytes_then_holds_off() {
     assert!((10 * 1500..=12 * 1500).contains(&u.cwnd()), "cwnd = bytes acked in the period: {}", u.cwnd());
 }
 
+/// An application-limited collapse (a flow with less data than its window)
+/// is judged only with `qa_when_app_limited`, the reference code's rule.
+#[test]
+fn uno_quick_adapt_judges_app_limited_periods_only_when_asked() {
+    let run = |judge: u32| {
+        let mut p = uno::Params::from_net(&NET_10G);
+        p.qa_when_app_limited = judge;
+        let rtt = 200_000u32;
+        let mut u = uno_flow(&p, rtt);
+        let w0 = u.cwnd();
+        let mut now = T0;
+        let app = |now: u64| AckSample { app_limited: true, ..ack(now, now - rtt as u64, rtt, false) };
+        u.on_ack(&p, &app(now));
+        for _ in 0..10 {
+            now += rtt as u64 / 10;
+            u.on_ack(&p, &app(now));
+        }
+        now += 1;
+        u.on_ack(&p, &app(now));
+        (w0, u.cwnd())
+    };
+    let (w0, kept) = run(0);
+    assert_eq!(kept, w0, "not judged: the window did not limit the sender");
+    let (_, cut) = run(1);
+    assert!((10 * 1500..=12 * 1500).contains(&cut), "judged as the reference code does: {cut}");
+}
+
 // ---------------------------------------------------------------- OSCAR --
 
 #[test]
