@@ -107,6 +107,14 @@ pub struct Scenario {
     /// more CPU). Default 0 (the papers' NIC transports).
     #[serde(default)]
     pub host_delay_us: f64,
+    /// The part of `host_delay_us` that every ACK waits, 0–1 (default 0:
+    /// all of it exponential). A host that is busy all the time delays
+    /// every packet alike (a lone flow at real speed: samples 21–34 µs,
+    /// p10–p90, over a 6 µs base RTT); then each ACK waits
+    /// `steady × mean` plus an exponential remainder with the rest of the
+    /// mean.
+    #[serde(default)]
+    pub host_delay_steady: f64,
     /// Pacing for algorithms that only set a window, as Linux does when a CC
     /// asks for pacing: `rate = gain × cwnd / srtt` (the stack's
     /// `tcp_update_pacing_rate` uses 1.2 in congestion avoidance). 0 = off.
@@ -649,6 +657,9 @@ impl Scenario {
         }
         if !(self.host_delay_us.is_finite() && (0.0..=100_000.0).contains(&self.host_delay_us)) {
             bail!("host_delay_us must be within [0, 100000], got {}", self.host_delay_us);
+        }
+        if !(self.host_delay_steady.is_finite() && (0.0..=1.0).contains(&self.host_delay_steady)) {
+            bail!("host_delay_steady must be within [0, 1], got {}", self.host_delay_steady);
         }
         if !(self.window_pacing_gain.is_finite() && (self.window_pacing_gain == 0.0 || (0.5..=10.0).contains(&self.window_pacing_gain))) {
             bail!("window_pacing_gain must be 0 (off) or within [0.5, 10], got {}", self.window_pacing_gain);

@@ -50,7 +50,8 @@
 //!   at a queue are therefore ordered at random, not by which flow the
 //!   scenario lists first.
 //! - End hosts can delay ACKs (`host_delay_us`, default 0): each ACK an
-//!   extra exponential delay with that mean, a flow's ACKs in order — the
+//!   extra delay with that mean — a steady share (`host_delay_steady`,
+//!   default 0) plus an exponential remainder — a flow's ACKs in order: the
 //!   host delay of a loaded Linux host that the papers' NICs do not have.
 //! - Same seed, same scenario: the same result, bit for bit (ties between
 //!   events at the same nanosecond are broken by insertion order).
@@ -522,6 +523,8 @@ pub(crate) struct Sim {
     jitter_ns: u64,
     /// Mean end-host delay per ACK, ns (0: none).
     host_delay_ns: f64,
+    /// The steady part of it (`host_delay_steady` × the mean), ns.
+    host_steady_ns: f64,
     /// Flow whose every ACK is printed to stderr (`XDCC_SIM_TRACE=<index>`).
     trace: Option<usize>,
     /// Packets between queues, hosts and ACKs (`Ev` holds their index).
@@ -777,7 +780,8 @@ impl Sim {
             packets_sent: 0,
             window_pacing_gain: sc.window_pacing_gain,
             jitter_ns: sc.jitter_ns(),
-            host_delay_ns: sc.host_delay_us * 1e3,
+            host_delay_ns: sc.host_delay_us * 1e3 * (1.0 - sc.host_delay_steady),
+            host_steady_ns: sc.host_delay_us * 1e3 * sc.host_delay_steady,
             trace: std::env::var("XDCC_SIM_TRACE").ok().and_then(|v| v.parse().ok()),
             in_flight: Vec::new(),
             free_slots: Vec::new(),
@@ -1146,10 +1150,11 @@ impl Sim {
             }
         }
         let host = if self.host_delay_ns > 0.0 {
-            // Exponential with the mean: −ln(U), U in (0, 1].
-            (-(1.0 - self.rng.unit()).ln() * self.host_delay_ns) as u64
+            // The steady part, then an exponential with the rest of the
+            // mean: −ln(U), U in (0, 1].
+            (self.host_steady_ns - (1.0 - self.rng.unit()).ln() * self.host_delay_ns) as u64
         } else {
-            0
+            self.host_steady_ns as u64
         };
         let f = &mut self.flows[i];
         let back = if f.routed.is_some() { p.prop_ns as u64 } else { f.ack_delay_ns };

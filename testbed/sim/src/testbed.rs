@@ -511,6 +511,7 @@ impl TestbedScenario {
             seed: 0,
             jitter_us: None,
             host_delay_us: 0.0,
+            host_delay_steady: 0.0,
             // The modules pace at cwnd/srtt (`sk_pacing_rate`) after slow start.
             window_pacing_gain: 1.0,
             receive_window: Some(LINUX_RECEIVE_WINDOW),
