@@ -18,7 +18,8 @@
 #                         (builds the test kernel on first use: ~15 min)
 #                      4. the 2-DC testbed: runner units (host), topology
 #                         build in the VM, and a short scenario end to end
-#                         (testbed/scenarios/ci-smoke.toml) down to a report
+#                         (testbed/scenarios/ci-smoke.toml) down to a report;
+#                         a real-speed scenario file on the VM backend
 #   XDCC_SKIP_VM=1 ./test.sh      skip 3
 #   XDCC_SKIP_NETNS=1 ./test.sh   skip 2
 set -euo pipefail
@@ -94,4 +95,7 @@ if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
     # (--cc with a comma: the list must reach the guest as one argument)
     testbed/run.sh ci-smoke --cc gemini,dctcp --out "$smoke"
     /usr/bin/python3 testbed/runner/check_report.py "$smoke"
+    echo "[test] testbed: a real-speed scenario file on the VM backend (the modules, 20x slowed), judged as on the host backend" >&2
+    testbed/run.sh --backend vm realspeed-incast --cc dctcp --out "$smoke/vm"
+    testbed/host/check_dctcp_incast.py "$smoke/vm" "vm backend"
 fi

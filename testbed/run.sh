@@ -4,12 +4,14 @@
 #   testbed/run.sh [SCENARIO] [--cc a,b,...] [--duration S] [--repeat N] [--out DIR]
 #   testbed/run.sh --capacity          measure what the VM forwards
 #   testbed/run.sh --list              shipped scenarios
-#   testbed/run.sh --backend host|servers SCENARIO [--inventory F] [--cc ..] [--set CC.K=V] [--out DIR]
+#   testbed/run.sh [--backend vm|host|servers] SIM-SCENARIO [--inventory F] [--cc ..] [--set CC.K=V] [--out DIR]
 #
-# --backend vm (the default) is what follows. --backend host and servers run
-# a one-bottleneck simulator scenario (a name under testbed/sim/scenarios/ or
-# a path) at real speed, on this kernel's namespaces or on the machines of an
-# inventory over SSH, with the model beside it: testbed/host/run.py.
+# A one-bottleneck simulator scenario (a name under testbed/sim/scenarios/ or
+# a path to one) runs on real kernels with the model beside it
+# (testbed/host/run.py): --backend host at real speed on this kernel's
+# namespaces (BPF CCs), servers on the machines of an inventory over SSH,
+# vm (the default) in the qemu guest with the modules, 20x slowed.
+# A 2-DC testbed scenario runs in the VM as what follows.
 #
 # SCENARIO is a name under testbed/scenarios/ (default a-rtt-fairness) or a
 # path to a .toml. Builds what is missing (the xdcc binary with its eBPF
@@ -43,19 +45,29 @@ while (($#)); do
             repeat=$2; shift 2 ;;
         --capacity) mode=capacity; shift ;;
         --list) mode=list; shift ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         -*) echo "testbed/run.sh: unknown option $1" >&2; exit 2 ;;
         *) scenario=$1; shift ;;
     esac
 done
 
-if [[ $backend != vm ]]; then
-    [[ $mode == run ]] || { echo "testbed/run.sh: --capacity and --list are for --backend vm" >&2; exit 2; }
-    ((repeat == 1)) || { echo "testbed/run.sh: --repeat is for --backend vm" >&2; exit 2; }
-    [[ -f $scenario ]] || scenario=testbed/sim/scenarios/$scenario.toml
-    [[ -f $scenario ]] || { echo "testbed/run.sh: no simulator scenario $scenario (testbed/sim/scenarios/)" >&2; exit 2; }
+# A simulator scenario (its file has duration_ms or [[queues]]; a name found
+# under testbed/sim/scenarios/ and not under testbed/scenarios/).
+sim_scenario=""
+if [[ $mode == run ]]; then
+    if [[ -f $scenario ]]; then
+        grep -qE '^(duration_ms *=|\[\[queues\]\])' "$scenario" && sim_scenario=$scenario
+    elif [[ ! -f testbed/scenarios/$scenario.toml && -f testbed/sim/scenarios/$scenario.toml ]]; then
+        sim_scenario=testbed/sim/scenarios/$scenario.toml
+    fi
+fi
+if [[ $backend != vm || -n $sim_scenario ]]; then
+    [[ $mode == run ]] || { echo "testbed/run.sh: --capacity and --list are for the 2-DC testbed (--backend vm)" >&2; exit 2; }
+    ((repeat == 1)) || { echo "testbed/run.sh: --repeat is for the 2-DC testbed (--backend vm)" >&2; exit 2; }
+    [[ -n $sim_scenario ]] || { echo "testbed/run.sh: no simulator scenario $scenario (testbed/sim/scenarios/; --backend $backend runs those)" >&2; exit 2; }
+    scenario=$sim_scenario
     for ((i = 0; i < ${#guest_args[@]}; i += 2)); do
-        [[ ${guest_args[i]} == --cc ]] || { echo "testbed/run.sh: ${guest_args[i]} is for --backend vm" >&2; exit 2; }
+        [[ ${guest_args[i]} == --cc ]] || { echo "testbed/run.sh: ${guest_args[i]} is for a 2-DC testbed scenario" >&2; exit 2; }
         host_args+=(--cc "${guest_args[i + 1]}")
     done
     [[ -z $out ]] || host_args+=(--out "$out")
@@ -65,7 +77,7 @@ if [[ $backend != vm ]]; then
     exec /usr/bin/python3 testbed/host/run.py "$scenario" --backend "$backend" "${host_args[@]}"
 fi
 if ((${#host_args[@]})); then
-    echo "testbed/run.sh: --inventory and --set are for --backend host or servers" >&2; exit 2
+    echo "testbed/run.sh: --inventory and --set are for a simulator scenario (testbed/sim/scenarios/)" >&2; exit 2
 fi
 
 if [[ $mode == list ]]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Judges a host or servers backend run of realspeed-incast for DCTCP (the
+"""Judges a host, servers or vm backend run of realspeed-incast for DCTCP (the
 tests' end-to-end check of testbed/host/run.py):
 
   testbed/host/check_dctcp_incast.py OUT_DIR LABEL

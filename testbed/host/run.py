@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The host and servers backends: a simulator scenario with one bottleneck,
-run at real speed on real kernels, with the model's prediction beside it.
+"""The host, servers and vm backends: a simulator scenario with one
+bottleneck, run on real kernels, with the model's prediction beside it.
 
   testbed/host/run.py SCENARIO [--cc a,b,...] [--set CC.NAME=VALUE ...] [--out DIR]
-                      [--backend host|servers] [--inventory FILE]
+                      [--backend host|servers|vm] [--inventory FILE]
 
 SCENARIO is a simulator scenario (testbed/sim/scenarios/*.toml) whose every
 flow crosses its one queue. For each CC (default: the scenario's `cc` list),
@@ -32,6 +32,13 @@ Backends (the same plan, the same measurement):
   port's counters are read on the router. Remote commands run as the
   inventory's SSH user, which must be root. Every machine needs iperf3, tc
   and ping; the router forwards between its interfaces.
+- vm: the same namespaces in the qemu guest (testbed/vm/run.sh) on the test
+  kernel, with xdcc's CCs as its modules (tcp_<cc>). The guest runs ~20×
+  slower than real time (TCG), so it runs the plan of `xdcc-sim plan
+  --backend vm`: the scenario 20× slowed (rates ÷ 20, times × 20, bytes as
+  they are), with netem on the router's ports toward the senders (the ACK
+  path) adding what each group's RTT needs beyond the guest's own path.
+  What it measures in time is divided back by 20. One VM boot runs every CC.
 
 Long flows are iperf3 streams (start and stop at whole seconds), sized flows
 go through `xdcc-testbed flowgen` (a completion time each; its server on the
@@ -43,7 +50,7 @@ Prints, per CC, the measured and the model's port utilization, queue mean
 and p99, drops and Jain's index of the long flows' mean rates over the
 measured interval (and the mean/p99 completion time of sized flows); writes
 DIR/host.json and DIR/model.json (default DIR: out/<backend>/<scenario>).
-Root for the host backend.
+Root for the host and vm backends.
 """
 import argparse, json, math, os, shlex, shutil, subprocess, sys, tempfile, threading, time, tomllib
 
@@ -135,16 +142,22 @@ class Backend:
                 cur = w[1]
             elif w and w[0] == "Sent" and cur == "htb":
                 sent = int(w[1])
-            elif w and w[0] == "Sent" and cur == "bfifo":
+            elif w and w[0] == "Sent" and cur in ("bfifo", "red"):
                 drops = int(w[6].rstrip(","))
-            elif w and w[0] == "backlog" and cur == "bfifo":
+            elif w and w[0] == "backlog" and cur in ("bfifo", "red"):
                 v = w[1]
                 backlog = int(float(v[:-2]) * 1024) if v.endswith("Kb") else int(float(v[:-2]) * 1048576) if v.endswith("Mb") else int(v.rstrip("b"))
         return sent, backlog, drops
 
     def build_port(self, port):
-        rate = f"{port['rate_mbit']}mbit"
         dev = self.port_iface
+        if port["profile"]:
+            # A kernel with sch_red: the port as a switch port (its profile).
+            path = f"{self.scratch}/port.toml"
+            self.put("router", path, port["profile"].encode())
+            self.run("router", self.xdcc, "switch", "apply", path, dev)
+            return
+        rate = f"{port['rate_mbit']}mbit"
         self.run("router", "tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1")
         self.run("router", "tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil", rate,
                  "burst", "64k", "cburst", "64k")
@@ -154,6 +167,16 @@ class Backend:
         out = self.run(("sender", 0), "ping", "-c", "20", "-i", "0.01", "-q", self.receiver_addr)
         avg = [l for l in out.splitlines() if l.startswith("rtt")][0].split("=")[1].split("/")[1]
         return float(avg) * 1000
+
+    def emulate_rtts(self, base):
+        """Gives every group its plan's base RTT where the backend can (the
+        servers' paths are what they are)."""
+
+    def register(self, machine, cc):
+        """Makes xdcc's CC `cc` (its registered name) available on a
+        machine; returns what `down` must unload."""
+        self.run(machine, self.xdcc, "cc", "load", cc[4:], "--bpf")
+        return cc[4:]
 
 
 class Netns(Backend):
@@ -168,6 +191,7 @@ class Netns(Backend):
         self.groups = [f"xh{tag}-s{i}" for i in range(len(plan["groups"]))]
         self.r, self.d = f"xh{tag}-r", f"xh{tag}-d"
         self.machines = ["local"]  # one kernel
+        self.scratch = tempfile.mkdtemp(prefix="xdcc-port-")  # the port's profile
 
     def prefix(self, role):
         if role == "local":
@@ -186,6 +210,10 @@ class Netns(Backend):
             sh("ip", "netns", "add", n)
             sh("ip", "-n", n, "link", "set", "lo", "up")
             sh("sysctl", "-qw", "net.ipv4.tcp_ecn=1", ns=n)
+            # A SYN is not ECT: a port whose RED marks (the vm backend's)
+            # drops it above K, and Linux's fallback would then open the
+            # flow without ECN, which the model never does. Keep asking.
+            sh("sysctl", "-qw", "net.ipv4.tcp_ecn_fallback=0", ns=n)
         sh("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=self.r)
         links = [(s, "e0", self.r, f"a{i}", i + 1) for i, s in enumerate(self.groups)] + [(self.d, "e0", self.r, "p0", 200)]
         for a, ia, b, ib, net in links:
@@ -197,23 +225,77 @@ class Netns(Backend):
             sh("ip", "-n", a, "route", "add", "default", "via", f"10.78.{net}.2")
         self.build_port(self.plan["port"])
 
-    def set_cc(self, cc):
+    def emulate_rtts(self, base):
+        for g in self.plan["groups"]:
+            if g["rtt_us"] > max(MAX_RTT_US, 4 * base):
+                raise Fail(f"group {g['name']}: base RTT {g['rtt_us']} µs needs delay emulation (netem), which the host backend does not use (this path: {base:.0f} µs)")
+
+    def set_cc(self, plan):
         """The namespaces' default CC, so that the receiver's listeners run
         it: Linux accepts an ECN SYN only at a listener whose CC needs ECN.
         (A namespace may only default to a non-restricted CC, as xdcc's are;
         the kernel's own CCs are set per socket by the senders.)"""
-        if not cc.startswith("bpf_"):
+        if not plan["xdcc"]:
             return
         for n in self.groups + [self.d]:
-            sh("sysctl", "-qw", f"net.ipv4.tcp_congestion_control={cc}", ns=n)
+            sh("sysctl", "-qw", f"net.ipv4.tcp_congestion_control={plan['registered']}", ns=n)
 
     def down(self, loaded):
         self.kill_all()
         for n in self.groups + [self.r, self.d]:
             subprocess.run(["ip", "netns", "del", n], capture_output=True)
+        shutil.rmtree(self.scratch, ignore_errors=True)
         # After the namespaces: their sockets keep a BPF CC's maps alive.
         for _, c in loaded:
             subprocess.run([XDCC, "cc", "unload", c, "--bpf"], capture_output=True)
+
+
+class Guest(Netns):
+    """The namespaces in the qemu guest (`--backend vm`, inside the VM): the
+    test kernel's modules, netem for the RTTs the plan asks beyond the
+    guest's own path."""
+
+    name = "vm"
+
+    def up(self):
+        super().up()
+        # The port marks on its own queue, per packet as a switch does: no
+        # GSO/TSO/GRO super-packets (the 2-DC testbed's `gso = false`). With
+        # them one DCTCP flow of realspeed-8to1 sent 12 kB skbs that RED
+        # judged as one packet each and took 743 of 1000 Mbit/s (6 % of its
+        # segments marked, 80 % of the others').
+        devs = [(n, "e0") for n in self.groups + [self.d]] + [(self.r, f"a{i}") for i in range(len(self.groups))] + [(self.r, "p0")]
+        for n, dev in devs:
+            sh("ethtool", "-K", dev, "gso", "off", "tso", "off", "gro", "off", ns=n)
+        # A namespace may only default to an allowed CC: allow every one.
+        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+            avail = f.read().split()
+        with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control", "w") as f:
+            f.write(" ".join(avail))
+
+    def emulate_rtts(self, base):
+        # On the router's port toward each group's senders: the ACK path,
+        # away from the bottleneck and the senders' own qdiscs (TSQ).
+        for i, g in enumerate(self.plan["groups"]):
+            extra = g["rtt_us"] - base
+            if extra >= 1:
+                sh("tc", "qdisc", "replace", "dev", f"a{i}", "root", "netem", "delay", f"{extra:.0f}us", "limit", "100000", ns=self.r)
+            else:
+                print(f"[vm] group {g['name']}: the guest's own path ({base:.0f} µs) is at least the plan's {g['rtt_us']:.0f} µs: no delay added", flush=True)
+
+    def register(self, machine, cc):
+        if not os.path.isdir(f"/sys/module/tcp_{cc}"):
+            sh("insmod", os.path.join(ROOT, "kmods", f"tcp_{cc}.ko"))
+        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+            avail = f.read().split()
+        if cc not in avail:
+            raise Fail(f"tcp_{cc}.ko is loaded but the kernel has no CC {cc} ({' '.join(avail)})")
+        with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control", "w") as f:
+            f.write(" ".join(avail))
+        return None  # the guest is thrown away after the run
+
+    def down(self, loaded):
+        super().down([])
 
 
 class Servers(Backend):
@@ -230,6 +312,7 @@ class Servers(Backend):
         self.work = f"{inv.get('work_dir', '/tmp/xdcc-testbed')}/{tag}"
         self.xdcc = f"{self.work}/xdcc"
         self.xdcc_testbed = f"{self.work}/xdcc-testbed"
+        self.scratch = self.work
         self.router, self.receiver, self.senders = inv["router"]["ssh"], inv["receiver"]["ssh"], [x["ssh"] for x in inv["senders"]]
         self.port_iface = inv["router"]["port_iface"]
         self.receiver_addr = inv["receiver"]["addr"]
@@ -287,14 +370,14 @@ class Servers(Backend):
         self.build_port(self.plan["port"])
         self.port_built = True
 
-    def set_cc(self, cc):
+    def set_cc(self, plan):
         """The machines' default CC for the run (see Netns.set_cc); the old
         one is put back at the end."""
-        if not cc.startswith("bpf_"):
+        if not plan["xdcc"]:
             return
         for m in self.machines:
             self.old_cc.setdefault(m, self.run(m, "sysctl", "-n", "net.ipv4.tcp_congestion_control").strip())
-            self.run(m, "sysctl", "-qw", f"net.ipv4.tcp_congestion_control={cc}")
+            self.run(m, "sysctl", "-qw", f"net.ipv4.tcp_congestion_control={plan['registered']}")
 
     def down(self, loaded):
         self.kill_all()
@@ -351,15 +434,16 @@ def load_ccs(be, plan, loaded):
     network and tunables."""
     per_cc = {}
     for g in plan["groups"]:
-        if g["registered"].startswith("bpf_"):
+        if g["xdcc"]:
             if per_cc.setdefault(g["registered"], g["tunables"]) != g["tunables"]:
                 raise Fail(f"groups with different tunables for {g['registered']}: the kernel's tunables are per CC, not per flow")
     for m in be.machines:
         avail = be.run(m, "cat", "/proc/sys/net/ipv4/tcp_available_congestion_control").split()
         for cc, tun in per_cc.items():
             if cc not in avail:
-                be.run(m, be.xdcc, "cc", "load", cc[4:], "--bpf")
-                loaded.append((m, cc[4:]))
+                unload = be.register(m, cc)
+                if unload:
+                    loaded.append((m, unload))
             # The network first (it re-derives every tunable; each write is
             # checked as a set, so intra ≤ inter may need the other order), then
             # the scenario's own values, then the window pacing (default 100 %).
@@ -429,17 +513,15 @@ def start_flowgens(be, sized, rwork, dur):
 
 def run_one(be, plan, work):
     loaded, longs = [], []
+    ts = plan["time_scale"]
     # On the machines (the namespaces share this one's file system).
     rwork = work if isinstance(be, Netns) else be.work
     try:
         be.up()
         base = be.base_rtt_us()
-        if isinstance(be, Netns):
-            for g in plan["groups"]:
-                if g["rtt_us"] > max(MAX_RTT_US, 4 * base):
-                    raise Fail(f"group {g['name']}: base RTT {g['rtt_us']} µs needs delay emulation (netem), which the host backend does not use (this path: {base:.0f} µs)")
+        be.emulate_rtts(base)
         load_ccs(be, plan, loaded)
-        be.set_cc(plan["registered"])
+        be.set_cc(plan)
         dur = plan["duration_s"]
         # Servers: one iperf3 per long flow, one flowgen for the sized ones.
         sized = []
@@ -468,7 +550,8 @@ def run_one(be, plan, work):
 
         def start_long(f):
             time.sleep(max(0.0, t0 + f["start"] - time.monotonic()))
-            p = be.popen(f["role"], ["iperf3", "-c", be.receiver_addr, "-p", f["port"], "-t", f["secs"], "-C", f["cc"], "-i", "0.1", "-J"],
+            p = be.popen(f["role"], ["iperf3", "-c", be.receiver_addr, "-p", f["port"], "-t", f["secs"], "-C", f["cc"],
+                                     "-i", f"{0.1 * ts:g}", "-J"],
                          stdout=open(f"{work}/long-{f['port']}.json", "w"))
             clients.append(p)
         threads = [threading.Thread(target=start_long, args=(f,)) for f in longs]
@@ -487,7 +570,7 @@ def run_one(be, plan, work):
             if n % RTT_EVERY == 0 and plan["measure_from_s"] <= now <= plan["measure_to_s"]:
                 for role in senders:
                     srtts += flow_srtts_us(be.run(role, "ss", "-tinH", "dst", be.receiver_addr, check=False))
-            time.sleep(SAMPLE_S)
+            time.sleep(SAMPLE_S * ts)
         for t in threads:
             t.join()
         for p in clients:
@@ -552,11 +635,14 @@ def measure(plan, work, samples, longs, sized, outcomes, base, srtts):
     queue_us = sum(q) / len(q) * 8 / plan["port"]["rate_mbit"]
     rtt_us = sum(srtts) / len(srtts) if srtts else None
     host_delay = max(0.0, rtt_us - min(g["rtt_us"] for g in plan["groups"]) - queue_us) if srtts else None
+    # Times and rates in the scenario's time (a slowed executor's divided back).
+    ts = plan["time_scale"]
+    slow = lambda v: None if v is None else v / ts
     return {
-        "srtt_mean_us": rtt_us, "host_delay_us": host_delay,
+        "time_scale": ts, "srtt_mean_us": slow(rtt_us), "host_delay_us": slow(host_delay),
         "utilization": util, "mean_qlen_kb": sum(q) / len(q) / 1e3, "p99_qlen_kb": q[min(len(q) - 1, int(0.99 * len(q)))] / 1e3,
-        "drops": samples[-1][3] - samples[0][3], "jain_of_means": jain, "long_rates_mbps": rates, "base_rtt_us": base,
-        "fct_ms": {g: {"n": len(v), "mean": sum(v) / len(v), "p99": sorted(v)[min(len(v) - 1, int(0.99 * len(v)))]} for g, v in fct.items()},
+        "drops": samples[-1][3] - samples[0][3], "jain_of_means": jain, "long_rates_mbps": [r * ts for r in rates], "base_rtt_us": slow(base),
+        "fct_ms": {g: {"n": len(v), "mean": slow(sum(v) / len(v)), "p99": slow(sorted(v)[min(len(v) - 1, int(0.99 * len(v)))])} for g, v in fct.items()},
         "sized_planned": len(sized), "sized_done": sum(len(v) for v in fct.values()), "sized_outcomes": len(outcomes),
         "sized_errors": errors[:3],
     }
@@ -579,13 +665,80 @@ def model(scenario, cc, sets, host_delay_us):
             "fct_ms": {g: {"n": len(v), "mean": sum(v) / len(v), "p99": sorted(v)[min(len(v) - 1, int(0.99 * len(v)))]} for g, v in fct.items()}}
 
 
+def plans_of(scen, ccs, sets, backend):
+    """`xdcc-sim plan` of the scenario for each CC: one meaning of the file."""
+    plans = []
+    for cc in ccs:
+        plan = json.loads(sh(SIM, "plan", scen, "--cc", cc, "--backend", backend, *[x for s in sets for x in ("--set", s)]))
+        for n in plan["notes"]:
+            print(f"[{backend}] {cc}: note: {n}", file=sys.stderr)
+        plans.append(plan)
+    return plans
+
+
+def execute(plans, backend, inventory=None):
+    """Runs each plan on the backend's kernels: {cc: measurement}."""
+    out = {}
+    for plan in plans:
+        slowed = f", {plan['time_scale']}x slowed" if plan["time_scale"] != 1 else ""
+        print(f"[{backend}] {plan['cc']}: {plan['duration_s']:g} s on a {plan['port']['rate_mbit']} Mbit/s port{slowed}", file=sys.stderr, flush=True)
+        tag = os.getpid() % 100000
+        be = {"host": lambda: Netns(plan, tag), "vm": lambda: Guest(plan, tag),
+              "servers": lambda: Servers(plan, inventory, tag)}[backend]()
+        with tempfile.TemporaryDirectory() as work:
+            out[plan["cc"]] = run_one(be, plan, work)
+    return out
+
+
+def run_in_vm(plans, out):
+    """One boot of the qemu guest runs every plan (`run.py --guest OUT`
+    there); the guest writes OUT/vm.json. The VM's console goes to
+    OUT/vm.log, its progress lines here."""
+    with open(os.path.join(out, "plans.json"), "w") as fh:
+        json.dump(plans, fh)
+    print("[vm] the test kernel and modules (testbed/kernel/build.sh, cached)", file=sys.stderr, flush=True)
+    subprocess.run([os.path.join(ROOT, "testbed", "kernel", "build.sh")], stdout=subprocess.DEVNULL, check=True)
+    result = os.path.join(out, "vm.json")
+    if os.path.exists(result):
+        os.remove(result)
+    limit = int(sum(p["duration_s"] + 90 for p in plans) + 180)
+    log = os.path.join(out, "vm.log")
+    with open(log, "w", buffering=1) as fh:
+        vm = subprocess.Popen([os.path.join(ROOT, "testbed", "vm", "run.sh"), "--timeout", str(limit), "--out", out,
+                               "testbed/host/guest.sh", out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in vm.stdout:
+            fh.write(line)
+            if line.startswith(("[vm]", "Traceback", "error")) or "WARNING" in line or "BUG" in line:
+                print(line.rstrip(), file=sys.stderr, flush=True)
+        rc = vm.wait()
+    if rc != 0 or not os.path.exists(result):
+        raise Fail(f"the VM run failed (exit {rc}); its console: {log}")
+    with open(result) as fh:
+        return json.load(fh)
+
+
+def guest_main(out):
+    """Inside the VM: the plans in OUT/plans.json on the guest's namespaces."""
+    with open(os.path.join(out, "plans.json")) as fh:
+        plans = json.load(fh)
+    try:
+        res = execute(plans, "vm")
+    except Fail as e:
+        print(f"[vm] error: {e}", flush=True)
+        sys.exit(1)
+    with open(os.path.join(out, "vm.json"), "w") as fh:
+        json.dump(res, fh)
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--guest":
+        return guest_main(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scenario")
     ap.add_argument("--cc", help="comma-separated CCs (default: the scenario's cc list)")
     ap.add_argument("--set", action="append", default=[], metavar="CC.NAME=VALUE")
     ap.add_argument("--out")
-    ap.add_argument("--backend", choices=["host", "servers"], default="host")
+    ap.add_argument("--backend", choices=["host", "servers", "vm"], default="host")
     ap.add_argument("--inventory", help="the servers backend's machines (TOML; testbed/host/inventory.example.toml)")
     ap.add_argument("--host-delay", choices=["measured", "file"], default="measured",
                     help="the model's end-host delay: what the run measured (default) or the scenario's host_delay_us")
@@ -600,10 +753,10 @@ def main():
         need = ("ssh",)
     else:
         if a.inventory:
-            sys.exit("testbed/host/run.py: --inventory is for --backend servers")
-        if os.geteuid() != 0:
+            sys.exit(f"testbed/host/run.py: --inventory is for --backend servers")
+        if a.backend == "host" and os.geteuid() != 0:
             sys.exit("testbed/host/run.py: needs root (network namespaces, BPF)")
-        need = ("iperf3", "tc", "ping", "ip")
+        need = ("iperf3", "tc", "ping", "ip") if a.backend == "host" else ()
     for t in need:
         if not shutil.which(t):
             sys.exit(f"testbed/host/run.py: needs {t}")
@@ -617,25 +770,18 @@ def main():
         else:
             with open(scen, "rb") as fh:
                 ccs = tomllib.load(fh)["cc"]
-        out = a.out or os.path.join(ROOT, "out", a.backend, name)
+        out = os.path.abspath(a.out or os.path.join(ROOT, "out", a.backend, name))
         os.makedirs(out, exist_ok=True)
-        host, pred, rows = {}, {}, []
-        for cc in ccs:
-            plan = json.loads(sh(SIM, "plan", scen, "--cc", cc, *[x for s in a.set for x in ("--set", s)]))
-            for n in plan["notes"]:
-                print(f"[{a.backend}] {cc}: note: {n}", file=sys.stderr)
-            print(f"[{a.backend}] {cc}: {plan['duration_s']} s on a {plan['port']['rate_mbit']} Mbit/s port", file=sys.stderr)
-            tag = os.getpid() % 100000
-            be = Netns(plan, tag) if a.backend == "host" else Servers(plan, a.inventory, tag)
-            with tempfile.TemporaryDirectory() as work:
-                host[cc] = run_one(be, plan, work)
-            pred[cc] = model(scen, cc, a.set, host[cc]["host_delay_us"] if a.host_delay == "measured" else None)
+        plans = plans_of(scen, ccs, a.set, a.backend)
+        host = run_in_vm(plans, out) if a.backend == "vm" else execute(plans, a.backend, a.inventory)
+        pred = {cc: model(scen, cc, a.set, host[cc]["host_delay_us"] if a.host_delay == "measured" else None) for cc in ccs}
         json.dump(host, open(os.path.join(out, "host.json"), "w"), indent=1)
         json.dump(pred, open(os.path.join(out, "model.json"), "w"), indent=1)
     except Fail as e:
         sys.exit(f"testbed/host/run.py: {e}")
     f = lambda v, fmt: "-" if v is None else fmt.format(v)
-    where = f"this host (kernel {os.uname().release})" if a.backend == "host" else f"the servers of {a.inventory}"
+    where = {"host": f"this host (kernel {os.uname().release})", "servers": f"the servers of {a.inventory}",
+             "vm": f"the qemu VM (the test kernel's modules, {plans[0]['time_scale']}x slowed, times read back in the scenario's)"}[a.backend]
     print(f"{name} on {where} and in the model (measured / model)")
     print(f"{'cc':<8} {'util %':>13} {'queue kB':>15} {'q p99 kB':>15} {'drops':>11} {'jain':>13} {'host µs':>7}  fct ms (mean / p99, measured | model)")
     for cc in ccs:

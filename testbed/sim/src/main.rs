@@ -70,14 +70,25 @@ enum Cmd {
     },
     /// Check a scenario file and print it back normalized.
     Check { scenario: PathBuf },
-    /// Print the host backend's plan of a simulator scenario for one CC as
-    /// JSON (testbed/host/run.py runs it on this host's kernel): the port,
-    /// its eBPF marker and every group's tunables in absolute values.
+    /// Print the real-kernel plan of a simulator scenario for one CC as
+    /// JSON (testbed/host/run.py runs it on this host's kernel, real servers
+    /// or the qemu VM): the port, its eBPF marker and every group's tunables
+    /// in absolute values.
     Plan {
         scenario: PathBuf,
-        /// An xdcc CC (run as bpf_<cc>) or a kernel CC (cubic, bbr, ...).
+        /// An xdcc CC (run as bpf_<cc>, or as the module tcp_<cc> with
+        /// --backend vm) or a kernel CC (cubic, bbr, ...).
         #[arg(long)]
         cc: String,
+        /// Where the plan runs: host and servers run BPF CCs in real time;
+        /// vm runs the modules, slowed by --time-scale.
+        #[arg(long, value_parser = ["host", "servers", "vm"], default_value = "host")]
+        backend: String,
+        /// How many times slower than the scenario the executor runs: every
+        /// time times it, every rate divided by it, bytes as they are
+        /// (default: 1, and 20 for vm, the qemu guest's).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000))]
+        time_scale: Option<u64>,
         /// Override a tunable, as for `run`.
         #[arg(long, value_name = "CC.NAME=VALUE")]
         set: Vec<String>,
@@ -185,14 +196,18 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Cmd::Plan { scenario, cc, set } => {
+        Cmd::Plan { scenario, cc, set, backend, time_scale } => {
             let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;
             if xdcc_sim::testbed::is_testbed_format(&text) {
                 anyhow::bail!("{}: a 2-DC testbed scenario runs in the VM (testbed/run.sh); the host backend runs simulator scenarios with one bottleneck", scenario.display());
             }
             let mut sc = xdcc_sim::Scenario::from_file(&scenario)?;
             apply_sets(&mut sc, &set)?;
-            println!("{}", serde_json::to_string_pretty(&xdcc_sim::plan::host_plan(&sc, &cc)?)?);
+            let mut ex = if backend == "vm" { xdcc_sim::plan::Executor::VM } else { xdcc_sim::plan::Executor::HOST };
+            if let Some(t) = time_scale {
+                ex.time_scale = t;
+            }
+            println!("{}", serde_json::to_string_pretty(&xdcc_sim::plan::plan(&sc, &cc, ex)?)?);
         }
         Cmd::Check { scenario } => {
             let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;

@@ -48,3 +48,44 @@ fn what_the_host_cannot_build_is_one_clear_error() {
     let e = host_plan(&scenario("uno-fig13a-linkfail-k4"), "uno").unwrap_err().to_string();
     assert!(e.contains("routed network") && e.contains("simulator only"), "{e}");
 }
+
+#[test]
+fn the_vm_plan_is_the_scenario_slowed_with_modules() {
+    use xdcc_sim::plan::{plan, Executor};
+    let sc = scenario("realspeed-join-leave");
+    let host = host_plan(&sc, "uno").unwrap();
+    let vm = plan(&sc, "uno", Executor::VM).unwrap();
+    // The test kernel's module, not the BPF CC.
+    assert_eq!((vm.registered.as_str(), vm.groups[0].registered.as_str()), ("uno", "uno"));
+    assert_eq!(vm.time_scale, 20);
+    // Times 20× longer, rates 20× lower, bytes as they are.
+    assert_eq!(vm.port.rate_mbit * 20, host.port.rate_mbit);
+    assert_eq!(vm.port.buffer_bytes, host.port.buffer_bytes);
+    assert_eq!(vm.port.marker, host.port.marker);
+    assert_eq!(vm.duration_s, host.duration_s * 20.0);
+    assert_eq!((vm.measure_from_s, vm.measure_to_s), (host.measure_from_s * 20.0, host.measure_to_s * 20.0));
+    for (v, h) in vm.groups.iter().zip(&host.groups) {
+        assert_eq!((v.rtt_us, v.start_s, v.stop_s), (h.rtt_us * 20.0, h.start_s * 20.0, h.stop_s.map(|s| s * 20.0)));
+        assert_eq!(v.tunables, h.tunables, "the preset's tunables are gains and packet counts: unscaled");
+    }
+    assert_eq!(vm.net["net_link_rate_mbps"] * 20, host.net["net_link_rate_mbps"]);
+    assert_eq!(vm.net["net_intra_rtt_us"], host.net["net_intra_rtt_us"] * 20);
+    // The guest's kernel marks on the port's own queue (a switch profile):
+    // UnoCC's RED beside its phantom queue, which the host cannot emulate.
+    assert!(host.port.profile.is_none() && host.notes.len() == 1);
+    let profile = xdcc_switch::Profile::parse(vm.port.profile.as_deref().unwrap()).unwrap();
+    assert_eq!((profile.port.rate_mbit, profile.buffer_bytes()), (50, 675_000));
+    assert_eq!(profile.marking, xdcc_switch::Marking::Red { min_pct: 25, max_pct: 75, probability_pct: 100 });
+    assert!(vm.notes.is_empty(), "{:?}", vm.notes);
+    // DCTCP's step at K = 65 packets: the qdisc's, no eBPF mirror.
+    let dctcp = plan(&scenario("realspeed-4to1"), "dctcp", Executor::VM).unwrap();
+    let profile = xdcc_switch::Profile::parse(dctcp.port.profile.as_deref().unwrap()).unwrap();
+    assert_eq!((dctcp.port.marker.clone(), profile.red_thresholds()), (None, (65 * 1500, 66 * 1500)));
+    // A time-valued tunable grows with the scale; a rate that does not divide is refused.
+    let mut sc = scenario("realspeed-4to1");
+    sc.params.insert("gemini".into(), [("t_ns".to_string(), 5_000_000u64)].into());
+    let g = plan(&sc, "gemini", Executor::VM).unwrap();
+    assert_eq!(g.groups[0].tunables["t_ns"], 100_000_000);
+    let e = plan(&sc, "gemini", Executor { time_scale: 7, ..Executor::VM }).unwrap_err().to_string();
+    assert!(e.contains("not a whole number of Mbit/s"), "{e}");
+}
