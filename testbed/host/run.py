@@ -36,8 +36,10 @@ Backends (the same plan, the same measurement):
   kernel, with xdcc's CCs as its modules (tcp_<cc>). The guest runs ~20×
   slower than real time (TCG), so it runs the plan of `xdcc-sim plan
   --backend vm`: the scenario 20× slowed (rates ÷ 20, times × 20, bytes as
-  they are), with netem on the router's ports toward the senders (the ACK
-  path) adding what each group's RTT needs beyond the guest's own path.
+  they are), the port a switch profile marking on its own queue (the guest
+  has sch_red; no GSO/GRO super-packets), netem on the router's ports
+  toward the senders (the ACK path) adding what each group's RTT needs
+  beyond the guest's own path.
   What it measures in time is divided back by 20. One VM boot runs every CC.
 
 Long flows are iperf3 streams (start and stop at whole seconds), sized flows
@@ -450,7 +452,13 @@ def load_ccs(be, plan, loaded):
             net = list(plan["net"].items())
             for _ in range(2):
                 net = [(k, v) for k, v in net if not be.ok(m, be.xdcc, "tunable", "set", cc, k, v)]
-            for k, v in net + sorted(tun.items()):
+            for k, v in net:
+                be.run(m, be.xdcc, "tunable", "set", cc, k, v)
+            # (A slowed plan sets every tunable: one may need another first.)
+            rest = sorted(tun.items())
+            for _ in range(2):
+                rest = [(k, v) for k, v in rest if not be.ok(m, be.xdcc, "tunable", "set", cc, k, v)]
+            for k, v in rest:
                 be.run(m, be.xdcc, "tunable", "set", cc, k, v)
             if "window_pacing_pct" not in tun:
                 be.run(m, be.xdcc, "tunable", "set", cc, "window_pacing_pct", 100)

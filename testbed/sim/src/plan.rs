@@ -130,7 +130,9 @@ pub struct Group {
     /// The tunables the scenario sets for the group's CC (its preset's, then
     /// `[params]`, then the group's), on top of the defaults both the model
     /// and the kernel derive from `net`; plus `window_pacing_pct` when the
-    /// scenario sets `window_pacing_gain`. xdcc CCs only.
+    /// scenario sets `window_pacing_gain`. xdcc CCs only. A slowed plan
+    /// (`time_scale` > 1) lists every tunable, derived at the scenario's
+    /// network and slowed (module doc).
     pub tunables: BTreeMap<String, u64>,
 }
 
@@ -214,9 +216,18 @@ pub fn plan(sc: &Scenario, cc: &str, ex: Executor) -> Result<HostPlan> {
                 let kind = CcKind::parse(&gcc)?;
                 let mut t = sc.params_of(kind)?;
                 t.extend(g.params.iter().map(|(k, v)| (k.clone(), *v)));
-                // Validated as the model builds it. The kernel derives the
-                // rest from the `net_*` values with the same crate.
-                AnyParams::build(kind, &n, &t).map_err(|e| anyhow::anyhow!("flows.{}: {e}", g.name))?;
+                // Validated as the model builds it. In real time the kernel
+                // derives the rest from the `net_*` values with the same crate.
+                let all = AnyParams::build(kind, &n, &t).map_err(|e| anyhow::anyhow!("flows.{}: {e}", g.name))?;
+                if ex.time_scale > 1 {
+                    // Slowed, it would derive them from the slowed network,
+                    // and a rule per Gbit/s or in absolute time does not
+                    // scale (Gemini's K = 50 packets per Gbit/s would fall
+                    // to 2.5 packets at 50 Mbit/s; its T = 5 ms would not
+                    // stretch): every tunable at the scenario's network,
+                    // then slowed below.
+                    t = all.names().iter().filter_map(|k| Some((k.to_string(), all.get(k)?))).collect();
+                }
                 if sc.window_pacing_gain > 0.0 {
                     t.insert("window_pacing_pct".into(), (sc.window_pacing_gain * 100.0).round() as u64);
                 }
