@@ -170,6 +170,17 @@ pub fn plan(sc: &Scenario, cc: &str, ex: Executor) -> Result<HostPlan> {
         bail!("queues.{}: random loss needs netem, which the host backend does not use", q.name);
     }
     let mut notes = Vec::new();
+    // The executors' senders are veths or real NICs, not rate-limited: a
+    // model whose NIC is no faster than the port (the simulator's default)
+    // makes a flow that runs alone its own bottleneck, with no queue at the
+    // port, where the executor's flow queues at the port.
+    for f in sc.flows.iter().filter(|f| f.host_rate_gbps.map_or(true, |r| r * 1e9 <= q.rate_bps)) {
+        notes.push(format!(
+            "flows.{}: the model's sender NIC runs at {} Gbit/s, no faster than the port; the executor's senders are not rate-limited (set host_rate_gbps above the port's rate to model them)",
+            f.name,
+            f.host_rate_gbps.unwrap_or(q.rate_bps / 1e9)
+        ));
+    }
     let rate_mbit = slower_rate((q.rate_bps / 1e6).round() as u64, ex.time_scale, &format!("queues.{}.rate_gbps", q.name))?;
     let profile = if ex.qdisc_marking { Some(port_profile(sc, q, rate_mbit)?) } else { None };
     let marker = match (&q.phantom, &q.marking) {
