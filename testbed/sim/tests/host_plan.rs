@@ -40,6 +40,19 @@ fn a_step_threshold_is_k_on_a_mirror_of_the_port() {
 }
 
 #[test]
+fn a_model_nic_no_faster_than_the_port_is_noted() {
+    // The executors' senders are not rate-limited; the real-speed files give
+    // the model faster NICs (no note), a file that keeps the simulator's
+    // default (the port's rate) is told so, once per flow group.
+    assert!(host_plan(&scenario("realspeed-incast"), "dctcp").unwrap().notes.is_empty());
+    let mut sc = scenario("realspeed-incast");
+    sc.flows[1].host_rate_gbps = None;
+    let notes = host_plan(&sc, "dctcp").unwrap().notes;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].starts_with("flows.incast:") && notes[0].contains("not rate-limited"), "{notes:?}");
+}
+
+#[test]
 fn what_the_host_cannot_build_is_one_clear_error() {
     let e = host_plan(&scenario("amrt-fig1-multi-bottleneck"), "amrt").unwrap_err().to_string();
     assert!(e.contains("one bottleneck port"), "{e}");
