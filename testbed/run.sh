@@ -4,7 +4,7 @@
 #   testbed/run.sh [SCENARIO] [--cc a,b,...] [--duration S] [--repeat N] [--out DIR]
 #   testbed/run.sh --capacity          measure what the VM forwards
 #   testbed/run.sh --list              shipped scenarios
-#   testbed/run.sh [--backend vm|host|servers] SIM-SCENARIO [--inventory F] [--cc ..] [--set CC.K=V] [--out DIR]
+#   testbed/run.sh [--backend vm|host|servers] SIM-SCENARIO [--inventory F] [--cc ..] [--set CC.K=V] [--duration S] [--out DIR]
 #
 # A one-bottleneck simulator scenario (a name under testbed/sim/scenarios/ or
 # a path to one) runs on real kernels with the model beside it
@@ -67,8 +67,8 @@ if [[ $backend != vm || -n $sim_scenario ]]; then
     [[ -n $sim_scenario ]] || { echo "testbed/run.sh: no simulator scenario $scenario (testbed/sim/scenarios/; --backend $backend runs those)" >&2; exit 2; }
     scenario=$sim_scenario
     for ((i = 0; i < ${#guest_args[@]}; i += 2)); do
-        [[ ${guest_args[i]} == --cc ]] || { echo "testbed/run.sh: ${guest_args[i]} is for a 2-DC testbed scenario" >&2; exit 2; }
-        host_args+=(--cc "${guest_args[i + 1]}")
+        [[ ${guest_args[i]} == --cc || ${guest_args[i]} == --duration ]] || { echo "testbed/run.sh: ${guest_args[i]} is for a 2-DC testbed scenario" >&2; exit 2; }
+        host_args+=("${guest_args[i]}" "${guest_args[i + 1]}")
     done
     [[ -z $out ]] || host_args+=(--out "$out")
     if [[ ! -x target/release/xdcc || ! -x target/release/xdcc-testbed || ! -x target/release/xdcc-sim ]]; then

@@ -44,7 +44,9 @@ enum Cmd {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
         seeds: u32,
         /// Run time in seconds, overriding a testbed scenario's `duration_s`
-        /// (as `testbed/run.sh --duration`).
+        /// or a simulator scenario's `duration_ms` (its measured interval
+        /// then ends at the new end, unless the file sets `measure_to_ms`;
+        /// as `testbed/run.sh --duration`).
         #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=3600))]
         duration: Option<u64>,
         /// End hosts' mean ACK delay in µs, overriding a simulator
@@ -92,6 +94,10 @@ enum Cmd {
         /// Override a tunable, as for `run`.
         #[arg(long, value_name = "CC.NAME=VALUE")]
         set: Vec<String>,
+        /// Run time in seconds, overriding the scenario's `duration_ms`, as
+        /// for `run`.
+        #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=3600))]
+        duration: Option<u64>,
     },
 }
 
@@ -119,10 +125,8 @@ fn run(cli: Cli) -> Result<()> {
                 }
                 return run_testbed(&scenario, &cc, out.as_deref(), json, &set, seeds, duration);
             }
-            if duration.is_some() {
-                anyhow::bail!("--duration is for testbed scenarios; a simulator scenario sets duration_ms");
-            }
             let mut sc = xdcc_sim::Scenario::from_file(&scenario)?;
+            set_duration(&mut sc, duration)?;
             if !cc.is_empty() {
                 sc.cc = cc;
             }
@@ -196,12 +200,13 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Cmd::Plan { scenario, cc, set, backend, time_scale } => {
+        Cmd::Plan { scenario, cc, set, backend, time_scale, duration } => {
             let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;
             if xdcc_sim::testbed::is_testbed_format(&text) {
                 anyhow::bail!("{}: a 2-DC testbed scenario runs in the VM (testbed/run.sh); the host backend runs simulator scenarios with one bottleneck", scenario.display());
             }
             let mut sc = xdcc_sim::Scenario::from_file(&scenario)?;
+            set_duration(&mut sc, duration)?;
             apply_sets(&mut sc, &set)?;
             let mut ex = if backend == "vm" { xdcc_sim::plan::Executor::VM } else { xdcc_sim::plan::Executor::HOST };
             if let Some(t) = time_scale {
@@ -224,6 +229,16 @@ fn run(cli: Cli) -> Result<()> {
             let sc = xdcc_sim::Scenario::from_file(&scenario)?;
             print!("{}", toml::to_string_pretty(&sc)?);
         }
+    }
+    Ok(())
+}
+
+/// `--duration S` of a simulator scenario: its `duration_ms`, re-validated
+/// (the measured interval must still end after it starts).
+fn set_duration(sc: &mut xdcc_sim::Scenario, duration: Option<u64>) -> Result<()> {
+    if let Some(d) = duration {
+        sc.duration_ms = d as f64 * 1e3;
+        sc.validate().map_err(|e| anyhow::anyhow!("--duration {d}: {e:#}"))?;
     }
     Ok(())
 }

@@ -108,3 +108,23 @@ fn the_vm_plan_is_the_scenario_slowed_with_modules() {
     let e = plan(&sc, "gemini", Executor { time_scale: 7, ..Executor::VM }).unwrap_err().to_string();
     assert!(e.contains("not a whole number of Mbit/s"), "{e}");
 }
+
+#[test]
+fn duration_lengthens_the_plan_and_refuses_an_empty_measured_interval() {
+    // `xdcc-sim plan --duration S` (testbed/host/run.py --duration): the run
+    // and its measured interval end at S; the interval's start stays.
+    let sim = env!("CARGO_BIN_EXE_xdcc-sim");
+    let file = format!("{}/scenarios/realspeed-4to1.toml", env!("CARGO_MANIFEST_DIR"));
+    let plan = |extra: &[&str]| {
+        std::process::Command::new(sim).args(["plan", &file, "--cc", "dctcp"]).args(extra).output().unwrap()
+    };
+    let out = plan(&["--duration", "12", "--backend", "vm"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // 20x slowed in the guest: 12 s -> 240 s, measured from 2 s -> 40 s.
+    assert_eq!((p["duration_s"].as_f64(), p["measure_from_s"].as_f64(), p["measure_to_s"].as_f64()), (Some(240.0), Some(40.0), Some(240.0)));
+    let out = plan(&["--duration", "2"]);
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("--duration 2") && e.contains("measure_from_ms"), "{e}");
+}
