@@ -22,7 +22,8 @@
 # Prints one line per CC: port utilization (from the port's byte counter),
 # mean/p99 of the senders' smoothed RTT samples (ss, every 100 ms), mean and
 # p99 port queue (tc backlog), drops, Jain's index of the streams'
-# throughputs, sender CPU s/GB, ratios to cubic for throughput and CPU, and
+# throughputs, the host's CPU s/GB (senders, router and receiver share its
+# CPUs: /proc/stat), ratios to cubic for throughput and CPU, and
 # the share of a BPF CC's flows with ECN negotiated (xdcc flows, once per run;
 # ecn%: an ECN CC at 0 means
 # the path or the listener refused ECN, and its numbers say nothing of its
