@@ -155,6 +155,18 @@
 //!   unchanged (utilization within 0.1 point, Jain within 0.01). Being
 //!   paced by its window, UnoCC remains window-limited to the adapter
 //!   ([`CongestionControl::rate_limited`] is false).
+//!   `unpaced_at_line_rate` (default off) leaves a flow unpaced while
+//!   `cwnd / base RTT` is at or above the line rate, as the paper's NIC
+//!   pacing would (a NIC sends at most at line rate). On a host with a µs
+//!   base RTT that rate was 7.5–44.5 Gbit/s on a 3 Gbit/s port: it limited
+//!   nothing, yet every skb of a burst waited for a pacing slot, and both
+//!   CPUs saturated (perf: testbed/RESULTS.md). Unpaced there: 4 flows
+//!   99.4 % of 1 Gbit/s and 90.3 % of 3 Gbit/s, against 87.3 and 83.2 %
+//!   paced in the same session (bench/realspeed.sh --set
+//!   bpf_uno:unpaced_at_line_rate=1). Not the default nor yet in the
+//!   `real-host` preset: beside realspeed-incast's long flow (then at
+//!   99 % instead of 88 %) the 16 short flows took 11.9–20.1 ms against
+//!   9.6–12.6 paced (three and two runs).
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, mul_sat, ratio_q16, sat_u32, ONE, SHIFT};
 use super::host::HostDelay;
@@ -225,6 +237,11 @@ pub struct Params {
     /// window are never window-limited); 0 (default): such a period is
     /// not judged (the module doc).
     pub qa_when_app_limited: u32,
+    /// 1: a flow whose window over its base RTT reaches the line rate is
+    /// not paced: a NIC sends at most at line rate, so that pacing limits
+    /// nothing and on a host costs a wait per skb (module doc, "Pacing");
+    /// 0 (default): always paced at `cwnd / base RTT`, as the reference code.
+    pub unpaced_at_line_rate: u32,
 }
 
 impl Params {
@@ -254,6 +271,7 @@ impl Params {
                 host_delay_gain_q16: super::host::DEFAULT_GAIN_Q16,
                 fast_increase_epochs: 0,
                 qa_when_app_limited: 0,
+                unpaced_at_line_rate: 0,
             }
         }
     }
@@ -280,6 +298,7 @@ impl Params {
         check("host_delay_gain_q16", self.host_delay_gain_q16 as u64, 0, ONE as u64)?;
         check("fast_increase_epochs", self.fast_increase_epochs as u64, 0, 1000)?;
         check("qa_when_app_limited", self.qa_when_app_limited as u64, 0, 1)?;
+        check("unpaced_at_line_rate", self.unpaced_at_line_rate as u64, 0, 1)?;
         Ok(())
     }
 
@@ -322,6 +341,9 @@ pub struct Uno {
     loss_holdoff_until_us: u32,
     /// Unmarked epochs in a row (fast increase, `fast_increase_epochs`).
     good_epochs: u16,
+    /// The window from which the flow is not paced (`unpaced_at_line_rate`:
+    /// the line rate × the base RTT); 0: always paced.
+    unpaced_from_cwnd: u32,
 }
 assert_fits_ca_priv!(Uno);
 
@@ -335,6 +357,11 @@ impl Uno {
         let fast = p.fast_increase_epochs != 0 && self.good_epochs as u32 >= p.fast_increase_epochs;
         let times = if fast { self.good_epochs as u64 } else { 1 };
         self.ai_per_rtt_q16 = mul_sat(mul_div(bdp << SHIFT, p.ai_bdp_ppm as u64, 1_000_000), times);
+        self.unpaced_from_cwnd = if p.unpaced_at_line_rate != 0 && self.base_rtt_ns != 0 {
+            sat_u32(core::cmp::max(bdp_bytes(p.rate_bytes_per_sec, self.base_rtt_ns), 1))
+        } else {
+            0
+        };
     }
 
     /// Fast increase: a mark, a congested epoch, QuickAdapt, a loss or an
@@ -579,6 +606,7 @@ impl CongestionControl for Uno {
             holdoff_until_ns: 0,
             loss_holdoff_until_us: 0,
             good_epochs: 0,
+            unpaced_from_cwnd: 0,
         };
         s.refresh_flow_constants(p);
         s
@@ -635,11 +663,15 @@ impl CongestionControl for Uno {
     fn cwnd(&self) -> u32 {
         self.w.bytes()
     }
-    /// The window over the base RTT (module doc: "Pacing"); before the
-    /// first RTT sample, the adapter's window pacing.
+    /// The window over the base RTT (module doc: "Pacing"), or none at all
+    /// from the line rate up with `unpaced_at_line_rate`; before the first
+    /// RTT sample, the adapter's window pacing.
     fn pacing_rate(&self) -> Option<u64> {
         if self.base_rtt_ns == 0 {
             return None;
+        }
+        if self.unpaced_from_cwnd != 0 && self.w.bytes() >= self.unpaced_from_cwnd {
+            return Some(super::UNPACED);
         }
         Some(mul_div(self.w.bytes() as u64, 1_000_000_000, self.base_rtt_ns as u64))
     }
@@ -667,4 +699,5 @@ tunables!(Params {
     qa_beta_q16: u32, qa_scale_q16: u32, qa_period_q16: u32, max_md_q16: u32, init_bdp_q16: u32,
     cumulative_gentle_md: u32, aimd_phantom: u32, qa_vs_current: u32, max_wnd_bdp_q16: u32,
     queue_tol_own_rtt: u32, host_delay_gain_q16: u32, fast_increase_epochs: u32, qa_when_app_limited: u32,
+    unpaced_at_line_rate: u32,
 });

@@ -128,6 +128,27 @@ fn uno_md_factor_is_e_times_4k_over_k_plus_bdp() {
     assert!(near(inter, ratio_ppm(4 * k, k + NET_10G.inter_bdp()), 1_000));
 }
 
+#[test]
+fn uno_unpaced_at_line_rate_only_from_the_line_rate_up() {
+    // Paced at cwnd / base RTT (the reference code); with
+    // `unpaced_at_line_rate` a window at or above the base BDP (that rate at
+    // or above the line rate) is not paced, a smaller one still is.
+    let mut p = uno::Params::from_net(&NET_10G);
+    let line = p.rate_bytes_per_sec as i64;
+    let paced = uno_flow(&p, 200_000);
+    // Starts at one BDP: cwnd / base RTT is the line rate.
+    assert!(near(paced.pacing_rate().unwrap() as i64, line, line / 1000), "{:?}", paced.pacing_rate());
+    p.unpaced_at_line_rate = 1;
+    p.validate().unwrap();
+    let mut u = uno_flow(&p, 200_000);
+    assert_eq!(u.pacing_rate(), Some(xdcc_algo::UNPACED));
+    u.on_event(&p, Event::Loss { bytes: 1500 }, T0 + 1_000_000);
+    let r = u.pacing_rate().unwrap() as i64;
+    assert!(r < line && near(r, u.cwnd() as i64 * 1_000_000_000 / 200_000, line / 1000), "after a cut: {r} of {line}");
+    p.unpaced_at_line_rate = 2;
+    assert!(p.validate().is_err());
+}
+
 /// Runs one fully marked epoch at `rtt` and returns (cwnd before, after).
 fn uno_one_marked_epoch(p: &uno::Params, rtt: u32) -> (u32, u32) {
     let (before, u) = uno_marked_epoch(p, 200_000, rtt);
