@@ -296,6 +296,14 @@ impl Profile {
             if w.loss_ppm > 1_000_000 {
                 return Err(("loss_ppm", format!("{} is out of range (0..=1000000)", w.loss_ppm)));
             }
+            if self.marking != (Marking::None {}) {
+                return Err((
+                    "marking",
+                    "a WAN port's qdisc is netem, which cannot mark: give it marking kind = \"none\" and mark with an \
+                     eBPF marker on the port (`xdcc mark-phantom --drain-pct 100`, as the testbed does)"
+                        .into(),
+                ));
+            }
             if self.phantom.is_some() {
                 return Err(("phantom", "a phantom queue belongs on a DC switch port, not a WAN port".into()));
             }
@@ -587,6 +595,9 @@ mod tests {
         assert!("Link".parse::<PhantomFeed>().unwrap_err().contains("enqueue or link"));
         let wan = include_str!("../profiles/wan-border.toml").to_string() + "[phantom]\nsize_bytes = 9000\n";
         assert!(Profile::parse(&wan).unwrap_err().0.contains("phantom"));
+        // netem cannot mark: a marking beside [wan] would be silently lost.
+        let marked = include_str!("../profiles/wan-border.toml").replace("kind = \"none\"", "kind = \"step\"\nk_pkts_per_gbps = 65");
+        assert!(Profile::parse(&marked).unwrap_err().0.contains("netem"));
     }
 
     #[test]

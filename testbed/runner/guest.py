@@ -224,18 +224,19 @@ class FlowGen:
 
     PORT = 7000
 
-    def __init__(self, sized, servers, cc, v6, deadline_s, path):
+    def __init__(self, sized, servers, cc, v6, deadline_s, path, preexec_fn=None):
         self.meta = []
         flows = []
         for at, (src, dst, size, kind) in sized:
             flows.append({"at_s": round(at, 6), "src": src, "dst": addr(dst, v6), "size": int(size), "cc": cc})
-            self.meta.append({"src": src, "dst": dst, "kind": kind, "size": int(size),
+            self.meta.append({"src": src, "dst": dst, "kind": kind, "size": int(size), "at_s": round(at, 3),
                               "class": "intra" if topology.same_dc(src, dst) else "inter"})
         self.plan, self.out = path + ".plan.json", path + ".ndjson"
         with open(self.plan, "w") as fh:
             json.dump({"port": self.PORT, "servers": servers, "flows": flows, "deadline_s": deadline_s}, fh)
         self.proc = subprocess.Popen([XDCC_TESTBED, "flowgen", "--plan", self.plan, "--out", self.out],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=preexec_fn)
         ready = self.proc.stdout.readline()
         if '"ready"' not in ready:
             _, err = self.proc.communicate(timeout=30)
@@ -256,7 +257,8 @@ class FlowGen:
 
     def finish(self):
         """Waits for the generator (it stops at its deadline) and returns
-        (one record per finished flow, number unfinished)."""
+        (one record per flow, number unfinished): a flow still running at the
+        deadline is recorded as `unfinished` at its planned start."""
         try:
             _, err = self.proc.communicate(timeout=3600)
         except subprocess.TimeoutExpired:
@@ -271,12 +273,15 @@ class FlowGen:
                 if "summary" in r:
                     unfinished = r["summary"]["unfinished"]
                     continue
-                rec = dict(self.meta[r["id"]], at_s=round(r["start_s"], 3), start=self.wall0 + r["start_s"], ok=r["ok"])
+                rec = dict(self.meta[r["id"]], id=r["id"], at_s=round(r["start_s"], 3), start=self.wall0 + r["start_s"],
+                           ok=r["ok"])
                 if r.get("fct_s") is not None:
                     rec["fct_s"] = r["fct_s"]
                 if r.get("error"):
                     rec["error"] = r["error"]
                 fct.append(rec)
+        seen = {r["id"] for r in fct}
+        fct += [dict(m, ok=False, unfinished=True) for i, m in enumerate(self.meta) if i not in seen]
         for f in (self.plan, self.out):
             os.remove(f)  # (all of it is in the run's raw JSON)
         return fct, unfinished
@@ -326,9 +331,21 @@ def one_run(s, t, name, label, out, idx, total):
         applied = topology.build(t, work, XDCC, log)
         _built = (t, applied, work)
     cc_info = load_cc(cc, t, tunables, preset)
+    for c in {c.get("cc", cc) for c in s["cross"]} - {cc}:
+        load_cc(c, t, s["tunables"].get(c, {}), s["presets"].get(c))
     for h in topology.hosts(t):
         netns.sysctl(h, "net.ipv4.tcp_congestion_control", cc)
         netns.sysctl(h, "net.ipv4.tcp_no_metrics_save", 1)
+        # Whether an RTO draws a new flow label (a new ECMP path): `reroute`.
+        netns.sysctl(h, "net.core.txrehash", 0 if s["reroute"] == "single" else 1)
+    for c in s["cross"][:1]:
+        # Cross traffic runs between the border routers. A listener accepts
+        # ECN only if the SYN asks without ECT or its own CC needs ECN
+        # (tcp_ecn_create_request), and a DCTCP-like sender's SYN is ECT: so
+        # the receiving router's default CC is the cross traffic's (one CC
+        # for all of it: scenario.py).
+        for br in ("dc1br", "dc2br"):
+            netns.sysctl(br, "net.ipv4.tcp_congestion_control", c.get("cc", cc))
     v6 = s["ipv6"]
     dur = s["duration_s"]
 
@@ -338,18 +355,31 @@ def one_run(s, t, name, label, out, idx, total):
     for grp in s["long"]:
         for i, src in enumerate(grp["from"]):
             start = grp.get("start_s", 0) + i * grp.get("start_step_s", 0)
-            fid = len(flows)
-            flows.append({"id": fid, "kind": "long", "src": src, "dst": grp["to"], "port": port,
-                          "start_s": start, "stop_s": grp.get("stop_s", dur),
-                          "class": "intra" if topology.same_dc(src, grp["to"]) else "inter"})
-            long_ports[(src, port)] = fid
-            senders.add(src)
-            port += 1
+            for _ in range(grp.get("flows", 1)):
+                fid = len(flows)
+                flows.append({"id": fid, "kind": "long", "src": src, "dst": grp["to"], "port": port,
+                              "start_s": start, "stop_s": grp.get("stop_s", dur),
+                              "class": "intra" if topology.same_dc(src, grp["to"]) else "inter"})
+                long_ports[(src, port)] = fid
+                senders.add(src)
+                port += 1
+    for c in s["cross"]:
+        # Cross traffic: from dc2br itself to dc1br's address on one WAN
+        # path, which only that path reaches; one iperf3 of `flows` streams.
+        k = scen.wan_link(c["link"], t, "[[cross]]")
+        flows.append({"id": len(flows), "kind": "cross", "src": "dc2br", "dst": "dc1br", "port": port,
+                      "addr": topology.wan_addr(k, 1, v6), "link": c["link"], "streams": c.get("flows", 1),
+                      "cc": c.get("cc", cc), "start_s": c.get("start_s", 0), "stop_s": c.get("stop_s", dur),
+                      "class": "inter"})
+        port += 1
     servers = {}
-    events = []  # (time, kind, args): the long flows, started here
+    events = []  # (time, kind, args): the long flows and cross traffic started, WAN paths failed or healed
     for f in flows:
-        events.append((f["start_s"], "long", f))
+        events.append((f["start_s"], "flow", f))
+    for e in s["events"]:
+        events.append((e["at_s"], e["action"], scen.wan_link(e["link"], t, "[[events]]")))
     events.sort(key=lambda e: e[0])
+    dead = set()  # WAN paths black-holed now
     sized = []  # (time, (src, dst, size, kind)): sized flows, run by `xdcc-testbed flowgen`
     for grp in s["incast"]:
         for at in grp["at_s"]:
@@ -366,8 +396,18 @@ def one_run(s, t, name, label, out, idx, total):
     # 9p server, which at a run's start also serves every exec'd iperf3's
     # pages, and the real-time sampler blocked on it left 0.2-0.4 s gaps.
     scratch = tempfile.mkdtemp(prefix=f"xdcc-{run_id}-")
-    gen = FlowGen(sized, sorted(servers), cc, v6, dur + max(10, dur // 2),
-                  os.path.join(scratch, "flowgen")) if sized else None
+    agents, gen_agent = {}, None
+    if s["reroute"] == "agent":
+        # One agent per sending host; the flow generator is one process, so
+        # its flows can be in one host's agent cgroup only.
+        sized_from = {src for _, (src, _, _, _) in sized}
+        if len(sized_from) > 1:
+            raise scen.ScenarioError(f"reroute = agent: sized flows come from {len(sized_from)} hosts "
+                                     f"({', '.join(sorted(sized_from))}); one flow generator joins one host's agent")
+        agents = start_agents(sorted(senders | sized_from), scratch)
+        gen_agent = agents[next(iter(sized_from))] if sized_from else None
+    gen = FlowGen(sized, sorted(servers), cc, v6, dur + max(10, dur // 2), os.path.join(scratch, "flowgen"),
+                  preexec_fn=gen_agent.join if gen_agent else None) if sized else None
 
     # iperf3 servers for the long flows (one-off, one per flow).
     procs = []
@@ -390,13 +430,28 @@ def one_run(s, t, name, label, out, idx, total):
     while True:
         now = time.monotonic() - t0
         while ev < len(events) and events[ev][0] <= now:
-            _, _, a = events[ev]
+            _, kind, a = events[ev]
             ev += 1
+            if kind == "blackhole":
+                topology.blackhole(work, a)
+                dead.add(a)
+                log(f"[tb] run {idx}/{total} {run_id}: wan{a} black-holed at {now:.1f} s")
+                continue
+            if kind == "heal":
+                topology.heal(work, a)
+                dead.discard(a)
+                log(f"[tb] run {idx}/{total} {run_id}: wan{a} healed at {now:.1f} s")
+                continue
             n = max(1, int(round(a["stop_s"] - a["start_s"])))
+            argv = ["iperf3", "-c", a.get("addr") or addr(a["dst"], v6), "-p", str(a["port"]), "-t", str(n),
+                    "-C", a.get("cc", cc), "-J", "--connect-timeout", "5000"]
+            if a["kind"] == "cross":
+                argv += ["-P", str(a["streams"])]
+            agent = agents.get(a["src"])
             clients[a["id"]] = netns.popen(
-                a["src"], ["iperf3", "-c", addr(a["dst"], v6), "-p", str(a["port"]), "-t", str(n),
-                           "-C", cc, "-J", "--connect-timeout", "5000"],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                a["src"], argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                # (in the agent's cgroup, so that its rerouter tracks the flow)
+                preexec_fn=agent.join if agent else None)
         if now >= dur:
             cpu = cpu_split(cpu0, cpu_times())
             break
@@ -426,6 +481,9 @@ def one_run(s, t, name, label, out, idx, total):
             p.kill()
             f["iperf3"] = {"error": f"iperf3 gave no result: {e}"}
     sampler.finish()
+    for k in sorted(dead):
+        topology.heal(work, k)  # (the next run may keep this network)
+    reroutes = {h: a.finish() for h, a in agents.items()}
     shutil.rmtree(scratch, ignore_errors=True)
     qdisc_after = qdisc_text(ports)
     for p in procs:
@@ -449,6 +507,7 @@ def one_run(s, t, name, label, out, idx, total):
         "fct": fct, "fct_unfinished": unfinished,
         "qdisc_stats": {"before": qdisc_before, "after": qdisc_after},
         "cpu": cpu, "sample_gaps_ms": gaps(sampler.queues), "sampler": sampler.stats,
+        "reroute": s["reroute"], "events": s["events"], "reroutes": reroutes,
     }
     with open(os.path.join(out, "raw", run_id + ".json"), "w") as fh:
         json.dump(raw, fh)
@@ -459,6 +518,76 @@ def one_run(s, t, name, label, out, idx, total):
 
 
 _built = None  # (topology, applied ports, profile dir) of the network standing now
+
+
+class Agent:
+    """The xdcc agent's rerouter in one sender's namespace (`reroute =
+    "agent"`): it tracks the sockets of one cgroup2 group, which the
+    sender's iperf3 clients join (`join`, run in the child before exec),
+    and moves a flow to a new flow label (a new ECMP path) after congested
+    or lossy rounds or an RTO. `paths 16` labels, as bench/reroute-paths.sh."""
+
+    def __init__(self, host, scratch):
+        self.host = host
+        self.cgroup = os.path.join(cgroup2_root(), f"xdcc-tb-{host}")
+        os.makedirs(self.cgroup, exist_ok=True)
+        self.sock = os.path.join(scratch, f"agent-{host}.sock")
+        self.log = open(os.path.join(scratch, f"agent-{host}.log"), "w")
+        self.proc = netns.popen(host, [XDCC, "--socket", self.sock, "agent", "--cgroup", self.cgroup, "--iface", "eth0"],
+                                stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(300):
+            if os.path.exists(self.sock) or self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        if not os.path.exists(self.sock):
+            self.proc.kill()
+            with open(self.log.name) as f:
+                raise RuntimeError(f"xdcc agent in {host} did not start: {f.read().strip()}")
+        self.ctl("reroute", "set", "paths", "16")
+
+    def ctl(self, *argv):
+        return netns.run(self.host, [XDCC, "--socket", self.sock] + list(argv))
+
+    def join(self):
+        with open(os.path.join(self.cgroup, "cgroup.procs"), "w") as f:
+            f.write("0")
+
+    def finish(self):
+        """The agent's moves ({reroutes, by reason of each flow's last move}), then stop it."""
+        try:
+            stats = json.loads(self.ctl("--json", "stats"))
+            flows = json.loads(self.ctl("--json", "flows", "--all"))
+            last = {}
+            for f in flows:
+                if f.get("last_reroute"):
+                    last[f["last_reroute"]] = last.get(f["last_reroute"], 0) + 1
+            out = {"reroutes": stats.get("reroutes"), "last_move": last}
+        except (RuntimeError, ValueError) as e:
+            out = {"error": str(e)}
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+        return out
+
+
+def cgroup2_root():
+    """Where cgroup2 is mounted (mounted under /run if it is nowhere yet)."""
+    with open("/proc/mounts") as f:
+        for line in f:
+            w = line.split()
+            if w[2] == "cgroup2":
+                return w[1]
+    root = "/run/xdcc-testbed-cgroup2"
+    os.makedirs(root, exist_ok=True)
+    subprocess.run(["mount", "-t", "cgroup2", "none", root], check=True)
+    return root
+
+
+def start_agents(senders, scratch):
+    return {h: Agent(h, scratch) for h in senders}
 
 
 def gaps(queues):
@@ -522,13 +651,29 @@ def cmd_run(a):
 def cmd_topo_test(a):
     s = scen.load(a.scenario)
     t = topology.load(s["topology_path"], s.get("net"))
-    t = topology.merge(t, {"wan_paths": 2})
+    # Four WAN paths marking ECN at K (an eBPF marker per WAN port: their
+    # netem cannot mark), as h-wan-multipath runs them.
+    t = topology.merge(t, {"wan_paths": 4, "wan": {"border_profile": "dc-gemini"}})
     work = "/tmp/xdcc-topo-test"
     os.makedirs(work, exist_ok=True)
-    topology.build(t, work, XDCC, log)
+    applied = topology.build(t, work, XDCC, log)
     fails = 0
     for ok, desc in topology.verify(t):
         log(("PASS: " if ok else "FAIL: ") + "topology: " + desc)
+        fails += not ok
+    marked = [a for a in applied if a["wan_marker"]]
+    ok = len(marked) == 8 and all(m.poll() is None for m in topology._markers)
+    log(("PASS: " if ok else "FAIL: ") + f"topology: {len(marked)} of 8 WAN ports mark ECN by their eBPF marker")
+    fails += not ok
+    # A black hole on dc2br:wan1 eats what dc2br sends on it (pings to
+    # dc1br's address on wan1, which only that path reaches); heal undoes it.
+    for action, want in (("blackhole", False), ("heal", True)):
+        getattr(topology, action)(work, 1)
+        with netns.inside("dc2h1"):
+            p = subprocess.run(["ping", "-c", "2", "-W", "3", topology.wan_addr(1, 1)], capture_output=True, text=True)
+        ok = (p.returncode == 0) == want
+        log(("PASS: " if ok else "FAIL: ") + f"topology: after {action} on wan1, dc2h1 "
+            + ("reaches" if want else "does not reach") + f" dc1br over wan1 (ping rc {p.returncode})")
         fails += not ok
     # Reachability over IPv4 and IPv6, within a DC and across the WAN.
     for src, dst in (("dc1h1", "dc1h2"), ("dc1h1", "dc2h1"), ("dc2h2", "dc1h2")):

@@ -241,17 +241,47 @@ def plot_compare(ms, defs, outdir, name):
 
 def phase_rows(ms):
     """(cc, point, phase, flows, port, util%, queue mean kB, p99 kB) rows
-    for runs with more than one phase (flows joining or leaving)."""
+    for runs with more than one phase (flows joining or leaving, links
+    failing); util% is 'kernel / model' where the run has a model."""
     rows = []
     for m in ms:
         ph = m.get("phases") or []
         if len(ph) < 2:
             continue
         for p in ph:
+            span = f"{p['from_s']:g}-{p['to_s']:g} s"
             for port, v in sorted(p["ports"].items()):
-                rows.append([m["cc"], m["label"] or "-", f"{p['from_s']:g}-{p['to_s']:g} s",
-                             ",".join(str(i) for i in p["flows"]) or "-", port,
-                             fmt(v["util"], 1, pct=True), fmt(v["queue_mean_kb"], 1), fmt(v["queue_p99_kb"], 1)])
+                util = fmt(v["util"], 1, pct=True)
+                if m.get("model"):
+                    util += " / " + model_cell(m["model"], f"phase {span} util {port}", 100, 1)
+                rows.append([m["cc"], m["label"] or "-", span, ",".join(str(i) for i in p["flows"]) or "-", port,
+                             util, fmt(v["queue_mean_kb"], 1), fmt(v["queue_p99_kb"], 1)])
+    return rows
+
+
+def phase_flow_rows(ms, raws):
+    """(cc, point, phase, long flows, their Mbit/s, stuck, sized flows
+    started in the phase, their FCT mean and p99 (ms) and failures, the
+    agent's moves) rows for runs with events (a WAN path failing or
+    healing): 'kernel / model' where the run has a model. raws: run_id ->
+    raw run."""
+    rows = []
+    for m in ms:
+        raw = raws.get(m["run_id"], {})
+        if not raw.get("events"):
+            continue
+        moves = sum((r or {}).get("reroutes") or 0 for r in (raw.get("reroutes") or {}).values())
+        for p in m.get("phases") or []:
+            span = f"{p['from_s']:g}-{p['to_s']:g} s"
+            cells = {"long_mbps": fmt(p.get("long_mbps"), 1), "stuck": fmt(p.get("stuck"), 0),
+                     "fct_mean_ms": fmt(p.get("fct_mean_ms"), 0), "fct_p99_ms": fmt(p.get("fct_p99_ms"), 0),
+                     "fct_failed": fmt(p.get("fct_failed"), 0) if p.get("fct_n") else "-"}
+            if m.get("model"):
+                for k in cells:
+                    cells[k] += " / " + model_cell(m["model"], f"phase {span} {k}", 1, 1 if k in ("long_mbps", "stuck") else 0)
+            rows.append([m["cc"], m["label"] or "-", span, str(len(p["flows"])), cells["long_mbps"], cells["stuck"],
+                         str(p.get("fct_n") or 0), cells["fct_mean_ms"], cells["fct_p99_ms"], cells["fct_failed"],
+                         str(moves) if raw.get("reroute") == "agent" else "-"])
     return rows
 
 
@@ -530,9 +560,25 @@ def main():
                    "| cc | point | traffic | class | size | n | mean ms | p99 ms |", "|---|---|---|---|---|---|---|---|"]
             md += ["| " + " | ".join(r) + " |" for r in fc]
             md += [""]
+    pf = phase_flow_rows(ms, {raw["run_id"]: raw for raw, _, _ in runs})
+    if pf:
+        ev = "; ".join(f"{e['link']} {e['action']} at {e['at_s']:g} s" for e in sc.get("events") or [])
+        cross = "; ".join(f"{c.get('flows', 1)} cross flow(s) on {c['link']} {c.get('start_s', 0):g}-"
+                          f"{c.get('stop_s', sc['duration_s']):g} s" for c in sc.get("cross") or [])
+        md += ["## Long flows per phase", "",
+               f"Events: {ev}" + (f"; {cross}" if cross else "") + ". Per phase (cut at events and at flow starts and "
+               "stops, measured over its second half): the long flows' summed throughput, the flows "
+               "stuck below 1/400 of the bottleneck port's rate, the sized flows that started in it (their mean and "
+               "p99 FCT, and how many failed or never finished), and the agent's moves over the whole run "
+               "(`reroute = agent`); kernel / model.", "",
+               "| cc | point | phase | long flows | Mbit/s | stuck | sized | FCT mean ms | FCT p99 ms | failed | agent moves |",
+               "|---|---|---|---|---|---|---|---|---|---|---|"]
+        md += ["| " + " | ".join(r) + " |" for r in pf]
+        md += [""]
     pr = phase_rows(ms)
     if pr:
-        md += ["## Phases", "", "Each period between long-flow starts and stops, measured over its second half.", "",
+        md += ["## Phases", "", "Each period between long-flow (and cross-traffic) starts and stops and the run's events, "
+               "measured over its second half; util% kernel / model where the run has a model.", "",
                "| cc | point | phase | flows | port | util% | q_mean_kB | q_p99_kB |", "|---|---|---|---|---|---|---|---|"]
         md += ["| " + " | ".join(r) + " |" for r in pr]
         md += [""]

@@ -29,7 +29,14 @@ KNOWN = {
     "description": str, "paper": str, "topology": str, "ccs": list, "duration_s": int,
     "sample_ms": int, "ipv6": bool, "net": dict, "bottleneck": str, "monitor": list, "profiles": dict,
     "tunables": dict, "presets": dict, "variants": dict, "sweep": dict, "long": list, "incast": list, "workload": dict,
+    "reroute": str, "events": list, "cross": list,
 }
+# How the senders choose a WAN path (`reroute`, a sweep key too): the IPv6
+# flow label ECMP hashes never changes (single: net.core.txrehash = 0), Linux
+# draws a new one after an RTO (rto: txrehash = 1, the kernel's default), or
+# the xdcc agent's rerouter moves flows too (agent: PLB + RTO moves).
+REROUTE = ("single", "rto", "agent")
+EVENT_ACTIONS = ("blackhole", "heal")
 VARIANT_KEYS = {"cc": str, "tunables": dict, "profile": str, "preset": str, "description": str}
 WORKLOAD_KEYS = {"load": float, "hosts": list, "intra_cdf": str, "inter_cdf": str,
                  "inter_fraction": float, "intra_scale": float, "inter_scale": float, "seed": int,
@@ -92,6 +99,9 @@ def normalize(s, ccs, duration_s):
     s.setdefault("variants", {})
     s.setdefault("long", [])
     s.setdefault("incast", [])
+    s.setdefault("reroute", "rto")
+    s.setdefault("events", [])
+    s.setdefault("cross", [])
     if ccs:
         s["ccs"] = ccs
     if duration_s:
@@ -126,6 +136,12 @@ def normalize(s, ccs, duration_s):
     if sweep is not None:
         if set(sweep) != {"key", "values"} or not sweep["values"]:
             raise ScenarioError("[sweep] needs key = \"section.name\" and a non-empty values list")
+    if sweep is not None and sweep["key"] == "reroute":
+        bad = [v for v in sweep["values"] if v not in REROUTE]
+        if bad:
+            raise ScenarioError(f"[sweep] reroute: {bad[0]!r} is not one of {', '.join(REROUTE)}")
+    if s["reroute"] not in REROUTE:
+        raise ScenarioError(f"reroute = {s['reroute']!r} is not one of {', '.join(REROUTE)}")
     if sweep is not None and sweep["key"].startswith("workload."):
         if "workload" not in s or sweep["key"][9:] not in WORKLOAD_KEYS:
             raise ScenarioError(f"[sweep] key '{sweep['key']}': no such [workload] setting")
@@ -193,8 +209,10 @@ def sweep_values(s):
 
 
 def at_point(s, base_topology, over):
-    """(topology, scenario) at one sweep point: workload.* keys change the
-    scenario's [workload], everything else the topology."""
+    """(topology, scenario) at one sweep point: workload.* keys and reroute
+    change the scenario, everything else the topology."""
+    if "reroute" in over:
+        return base_topology, dict(s, reroute=over["reroute"])
     if "workload" in over:
         sv = dict(s, workload=dict(s["workload"], **over["workload"]))
         return base_topology, sv
@@ -216,7 +234,7 @@ def check_traffic(s, t):
 
     for i, f in enumerate(s["long"]):
         where = f"[[long]] #{i + 1}"
-        extra = set(f) - {"from", "to", "start_s", "start_step_s", "stop_s"}
+        extra = set(f) - {"from", "to", "start_s", "start_step_s", "stop_s", "flows"}
         if extra:
             raise ScenarioError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
         if not f.get("from") or "to" not in f:
@@ -224,6 +242,9 @@ def check_traffic(s, t):
         for h in f["from"]:
             host(h, where)
         host(f["to"], where)
+        n = f.get("flows", 1)
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 64:
+            raise ScenarioError(f"{where}: flows (connections from each sender) must be an integer in [1, 64]")
         start, step, stop = f.get("start_s", 0), f.get("start_step_s", 0), f.get("stop_s", dur)
         if not (0 <= start and start + step * (len(f["from"]) - 1) < stop <= dur):
             raise ScenarioError(f"{where}: needs 0 <= start_s < stop_s <= duration_s for every flow")
@@ -239,6 +260,7 @@ def check_traffic(s, t):
             raise ScenarioError(f"{where}: needs from, to, bytes (1..4 GiB) and at_s = [times]")
         if any(not 0 <= a < dur for a in f["at_s"]):
             raise ScenarioError(f"{where}: at_s must lie within [0, duration_s)")
+    check_wan_events(s, t)
     w = s.get("workload")
     if w is not None:
         for k, v in w.items():
@@ -255,6 +277,60 @@ def check_traffic(s, t):
         for k in ("intra_cdf", "inter_cdf"):
             if k in w and not os.path.isfile(workload_path(w[k])):
                 raise ScenarioError(f"[workload].{k}: no file '{w[k]}' in testbed/workloads/")
+
+
+def wan_link(name, t, where):
+    """K of a WAN path named wanK."""
+    k = name[3:] if isinstance(name, str) and name.startswith("wan") else ""
+    if not k.isdigit() or not 0 <= int(k) < t["wan_paths"]:
+        raise ScenarioError(f"{where}: link {name!r} is not a WAN path (wan0..wan{t['wan_paths'] - 1})")
+    return int(k)
+
+
+def number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def check_wan_events(s, t):
+    """[[events]] (a WAN path black-holed or healed at at_s: dc2br drops
+    everything it sends on it, routes unchanged) and [[cross]] (flows from
+    dc2br to dc1br's address on one WAN path, which only that path reaches)."""
+    dur = s["duration_s"]
+    dead = set()
+    for i, e in enumerate(sorted(s["events"], key=lambda e: e.get("at_s", 0) if isinstance(e, dict) else 0)):
+        where = f"[[events]] at_s = {e.get('at_s')}" if isinstance(e, dict) else f"[[events]] #{i + 1}"
+        if not isinstance(e, dict) or set(e) != {"at_s", "link", "action"}:
+            raise ScenarioError(f"{where}: needs exactly at_s, link = \"wanK\" and action = \"blackhole\" or \"heal\"")
+        if not number(e["at_s"]) or not 0 <= e["at_s"] < dur:
+            raise ScenarioError(f"{where}: at_s must lie within [0, duration_s)")
+        k = wan_link(e["link"], t, where)
+        if e["action"] not in EVENT_ACTIONS:
+            raise ScenarioError(f"{where}: action {e['action']!r} is not one of {', '.join(EVENT_ACTIONS)}")
+        if (e["action"] == "heal") != (k in dead):
+            raise ScenarioError(f"{where}: {e['link']} is " + ("already black-holed" if k in dead else "not black-holed"))
+        (dead.add if e["action"] == "blackhole" else dead.discard)(k)
+    if s["events"]:
+        with open(topology.profile_path(t["wan"]["border_profile"]), "rb") as f:
+            wan = tomllib.load(f).get("wan", {})
+        if wan.get("loss_ppm") or "gilbert_elliott" in wan:
+            raise ScenarioError("[[events]]: a black hole replaces the WAN port's netem loss; "
+                                f"profile {t['wan']['border_profile']} has its own loss")
+    for i, c in enumerate(s["cross"]):
+        where = f"[[cross]] #{i + 1}"
+        extra = set(c) - {"link", "start_s", "stop_s", "flows", "cc"} if isinstance(c, dict) else {"?"}
+        if extra:
+            raise ScenarioError(f"{where}: unknown key(s) {', '.join(sorted(extra))} (link, start_s, stop_s, flows, cc)")
+        wan_link(c.get("link"), t, where)
+        start, stop = c.get("start_s", 0), c.get("stop_s", dur)
+        if not (number(start) and number(stop) and 0 <= start < stop <= dur):
+            raise ScenarioError(f"{where}: needs 0 <= start_s < stop_s <= duration_s")
+        n = c.get("flows", 1)
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 64:
+            raise ScenarioError(f"{where}: flows must be an integer in [1, 64]")
+        if c.get("cc") != s["cross"][0].get("cc"):
+            raise ScenarioError(f"{where}: all cross traffic runs one CC (its receiver's default, for ECN)")
+        if "cc" in c and c["cc"] not in XDCC_CCS + KERNEL_CCS:
+            raise ScenarioError(f"{where}: unknown CC {c['cc']!r} (xdcc: {', '.join(XDCC_CCS)}; kernel: {', '.join(KERNEL_CCS)})")
 
 
 def workload_path(name):

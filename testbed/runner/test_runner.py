@@ -143,6 +143,38 @@ class Scenarios(unittest.TestCase):
         self.bad(base + '[presets]\namrt = "uno-artifact"\n', "no preset 'uno-artifact' for amrt")
         self.bad(base + 'ccs = ["v"]\n[variants.v]\ncc = "uno"\npreset = "x"\n', r"\[variants.v\]: no preset 'x'")
 
+    def test_bad_multipath_scenarios(self):
+        """The WAN-path keys (reroute, [[events]], [[cross]], [[long]]
+        flows): every mistake is one error naming the key."""
+        base = 'bottleneck = "dc2br:wan0"\nipv6 = true\n[net]\nwan_paths = 4\n'
+        self.bad(base.replace("ipv6", 'reroute = "ecmp"\nipv6'), "reroute = 'ecmp' is not one of single, rto, agent")
+        self.bad(base + '[sweep]\nkey = "reroute"\nvalues = ["single", "spray"]\n', "'spray' is not one of")
+        self.bad(base + '[[events]]\nat_s = 2\nlink = "wan4"\naction = "blackhole"\n', r"'wan4' is not a WAN path \(wan0..wan3\)")
+        self.bad(base + '[[events]]\nat_s = 2\nlink = "wan1"\naction = "cut"\n', "action 'cut' is not one of blackhole, heal")
+        self.bad(base + '[[events]]\nat_s = 2\nlink = "wan1"\naction = "heal"\n', "wan1 is not black-holed")
+        self.bad(base + '[[events]]\nat_s = 2\nlink = "wan1"\naction = "blackhole"\n'
+                 '[[events]]\nat_s = 3\nlink = "wan1"\naction = "blackhole"\n', "wan1 is already black-holed")
+        self.bad(base + '[[events]]\nat_s = 99\nlink = "wan1"\naction = "blackhole"\n', r"at_s must lie within \[0, duration_s\)")
+        self.bad(base + '[[events]]\nat_s = 1\nlink = "wan1"\n', "needs exactly at_s, link")
+        self.bad(base + '[[cross]]\nlink = "wan1"\nstart_s = 5\nstop_s = 4\n', "0 <= start_s < stop_s <= duration_s")
+        self.bad(base + '[[cross]]\nlink = "wan1"\nrate = 5\n', r"unknown key\(s\) rate")
+        self.bad(base + '[[cross]]\nlink = "wan1"\ncc = "nope"\n', "unknown CC 'nope'")
+        self.bad(base + '[[long]]\nfrom = ["dc2h1"]\nto = "dc1h1"\nflows = 0\n', r"flows .* must be an integer in \[1, 64\]")
+        one = 'bottleneck = "dc2br:wan0"\n'
+        self.bad(one + '[[events]]\nat_s = 2\nlink = "wan1"\naction = "blackhole"\n', r"\(wan0..wan0\)")
+        self.bad(one + '[net]\nwan_paths = 5\n', r"wan_paths = 5 is out of range \[1, 4\]")
+        self.bad(one + '[net.wan]\nborder_profile = "wan-uno-loss-setup1"\n'
+                 '[[events]]\nat_s = 2\nlink = "wan0"\naction = "blackhole"\n', "has its own loss")
+
+    def test_reroute_sweep_changes_the_scenario_not_the_topology(self):
+        s = scenario.load("h-wan-multipath")
+        base = topology.load(s["topology_path"], s.get("net"))
+        points = [scenario.at_point(s, base, v) for v in scenario.sweep_values(s)]
+        self.assertEqual([sv["reroute"] for _, sv in points], ["single", "rto", "agent"])
+        self.assertTrue(all(t == base for t, _ in points))
+        self.assertEqual(scenario.sweep_label(s, 2), "reroute=agent")
+        self.assertEqual(scenario.load("a-rtt-fairness")["reroute"], "rto")  # Linux's default
+
 
 def read(path):
     with open(path) as f:
@@ -164,6 +196,47 @@ class Topology(unittest.TestCase):
         self.assertEqual(2 * half + 2 * wan[0][4], topology.inter_rtt_us(t))
         root, cmds = topology.link_lines(t)
         self.assertTrue(any("nexthop via 10.200.0.2 nexthop via 10.200.1.2" in c for c in cmds["dc1br"]))
+
+    def test_four_wan_paths(self):
+        """Four WAN paths: one ECMP route over all of them at each border
+        (IPv6 too), and an address per path on each border router that only
+        that path reaches (where cross traffic is sent)."""
+        t = topology.load(os.path.join(scenario.TESTBED, "topologies", "two-dc.toml"), {"wan_paths": 4})
+        _, cmds = topology.link_lines(t)
+        self.assertIn("route add fd00:1::/32 " + " ".join(f"nexthop via fd00:200:{k}::1" for k in range(4)), cmds["dc2br"])
+        self.assertIn("addr add fd00:200:3::1/64 dev wan3 nodad", cmds["dc1br"])
+        self.assertEqual(topology.wan_addr(3, 1, True), "fd00:200:3::1")
+        self.assertEqual(len([p for p in topology.ports(t) if p[1].startswith("wan")]), 8)
+
+    def test_wan_marking_runs_as_a_marker(self):
+        """netem cannot mark: a marking WAN profile is applied without its
+        marking and marked by a virtual queue at the line rate instead (a
+        step at K: 10 K marking from 10 to 11 %); the black hole changes
+        only netem's loss, keeping the port's delay and buffer."""
+        t = topology.load(os.path.join(scenario.TESTBED, "topologies", "two-dc.toml"),
+                          {"wan_paths": 2, "time_scale": 20, "wan": {"rate_mbit": 10, "border_profile": "dc-gemini"}})
+        with tempfile.TemporaryDirectory() as d:
+            paths, marks = {}, {}
+            for ns, dev, prof, rate, delay in topology.ports(t):
+                paths[(ns, dev)] = topology.derive_profile(prof, d, f"{ns}-{dev}", rate, delay, t["time_scale"])
+                if delay is not None:
+                    marks[(ns, dev)] = topology.wan_marker(paths[(ns, dev)])
+            # dc-gemini: K = 50 packets/Gbps at the paper's 0.2 Gbit/s = 10 packets
+            self.assertEqual(marks[("dc2br", "wan1")], {"rate_mbit": 10, "drain_pct": 100, "size_bytes": 150000,
+                                                          "kmin_pct": 10, "kmax_pct": 11})
+            text = read(paths[("dc2br", "wan1")])
+            self.assertIn('kind = "none"', text)
+            self.assertIn("delay_us = ", text)
+            argv = {(ns, dev): a for ns, dev, a, _ in topology.markers(t, paths, marks)}
+            self.assertEqual(argv[("dc1br", "wan0")], ["mark-phantom", "--iface", "wan0", "--rate-mbit", "10", "--drain-pct",
+                                                       "100", "--size-bytes", "150000", "--kmin-pct", "10", "--kmax-pct", "11"])
+            self.assertNotIn(("dc1sw", "h1"), argv)  # DC ports mark in their RED qdisc
+            self.assertIsNone(topology.wan_marker(topology.derive_profile("wan-border", d, "w", 10, 5000)))
+            leaf = topology._wan_leaf(d, 1, 100)
+            self.assertEqual(leaf[:9], ["qdisc", "change", "dev", "wan1", "parent", "1:1", "handle", "10:", "netem"])
+            # (inter - intra RTT) / 2 of delay; 450 packets/Gbps at 0.2 Gbit/s
+            delay = (topology.inter_rtt_us(t) - t["dc"]["intra_rtt_us"]) // 2
+            self.assertEqual(leaf[9:], ["delay", f"{delay}us", "limit", "90", "loss", "random", "100%"])
 
     def test_delayed_acks(self):
         """Hosts delay ACKs by default (Linux); delayed_acks = false gives
@@ -303,6 +376,25 @@ class Repeats(unittest.TestCase):
         # FCT rows and per-phase utilization, over the repetitions too.
         self.assertAlmostEqual(uno["fct"]["mean_ms incast intra <100KB"]["mean"], 9.2)
         self.assertAlmostEqual(uno["phases"]["4-10 s p"]["mean"], 92.0)
+
+    def test_phase_rows_for_a_link_failure(self):
+        """A run with events gets one row per phase: the long flows' Mbit/s,
+        the stuck ones, the sized flows' FCT and failures, kernel / model,
+        and the agent's moves summed over its hosts."""
+        ph = lambda a, b, mbps, stuck, n, mean, failed: {
+            "from_s": a, "to_s": b, "flows": [0, 1], "ports": {}, "long_mbps": mbps, "stuck": stuck,
+            "fct_n": n, "fct_mean_ms": mean, "fct_p99_ms": mean, "fct_failed": failed}
+        m = {"run_id": "dctcp-reroute=agent", "cc": "dctcp", "label": "reroute=agent",
+             "phases": [ph(0, 6, 37.5, 0, 10, 120.0, 0), ph(6, 14, 21.0, 2, 16, None, 4)],
+             "model": {"phase 6-14 s long_mbps": (28.0, 1.0), "phase 6-14 s stuck": (0.4, 0.2)}}
+        raw = {"events": [{"at_s": 6, "link": "wan2", "action": "blackhole"}], "reroute": "agent",
+               "reroutes": {"dc2h1": {"reroutes": 3}, "dc2h2": {"reroutes": 2}}}
+        rows = report.phase_flow_rows([m], {"dctcp-reroute=agent": raw})
+        self.assertEqual(rows[0], ["dctcp", "reroute=agent", "0-6 s", "2", "37.5 / -", "0 / -", "10", "120 / -",
+                                   "120 / -", "0 / -", "5"])
+        self.assertEqual(rows[1][4:6], ["21.0 / 28.0 ± 1.0", "2 / 0.4 ± 0.2"])
+        self.assertEqual(rows[1][7], "- / -")  # no sized flow finished
+        self.assertEqual(report.phase_flow_rows([m], {"dctcp-reroute=agent": dict(raw, events=[])}), [])
 
     def test_results_md_generated_section(self):
         """testbed/results.sh: RESULTS.md's generated section is rewritten

@@ -1,10 +1,10 @@
 """The 2-DC topology (gemini-ton §IV-A) in network namespaces.
 
-    dc1h1..dc1hN ── dc1sw ── dc1br ══ WAN (1 or 2 links) ══ dc2br ── dc2sw ── dc2h1..dc2hN
+    dc1h1..dc1hN ── dc1sw ── dc1br ══ WAN (1 to 4 links) ══ dc2br ── dc2sw ── dc2h1..dc2hN
 
 Hosts are namespaces with one NIC (eth0); a DC switch is a routing namespace
 with one port per host (h1..hN) and an uplink (up); a border router has a
-DC-facing port (dc) and one port per WAN path (wan0, wan1). Every port that
+DC-facing port (dc) and one port per WAN path (wan0, wan1, ...). Every port that
 can queue gets a switch-config profile (`xdcc switch apply`), so a scenario
 sets rate, buffer and marking exactly as a real switch would:
 
@@ -12,7 +12,11 @@ sets rate, buffer and marking exactly as a real switch would:
     switch port hI, uplink   the DC switch profile (ECN marking), DC / uplink rate;
                           dc.k_pkts > 0 replaces its marking by a step at K packets
     border port dc        dc-fifo at the uplink rate
-    border port wanK      the WAN profile with delay (ratio-1)/2 x intra RTT
+    border port wanK      the WAN profile with delay (ratio-1)/2 x intra RTT;
+                          netem cannot mark, so a WAN profile's step or RED
+                          marking runs as an eBPF marker on a virtual queue
+                          that mirrors the port (`xdcc mark-phantom` draining
+                          at 100 %, as the host backend marks)
 
 so that intra-DC RTT = intra_rtt_us and inter-DC RTT = ratio x intra_rtt_us.
 
@@ -27,8 +31,10 @@ transit markers AND their verdict into it (eq. 3). Ports without [amrt]
 (the border's dc-fifo and WAN ports) leave CE as it is.
 Addresses: host I of DC D is 10.D.I.2/24 and fd00:D:I::2/64 (switch side .1);
 switch-border 10.D.250.0/24; WAN path K 10.200.K.0/24 (dc1br .1, dc2br .2)
-and the same in fd00::/8. Two WAN paths form an ECMP route that hashes the
-IPv6 flow label (UnoLB / PLB rerouting moves flows between them).
+and the same in fd00::/8. Several WAN paths form an ECMP route that hashes
+the IPv6 flow label (a new label, from an RTO or the agent's rerouter, picks
+a new path). `blackhole()` makes dc2br silently drop everything it sends on
+one of them (netem loss 100 %, routes unchanged) and `heal()` undoes it.
 """
 
 import copy
@@ -98,7 +104,7 @@ def validate(t):
             raise ConfigError(f"{name} = {v} is out of range [{lo}, {hi}]")
     rng("hosts_per_dc", t["hosts_per_dc"], 1, 32)
     rng("time_scale", t["time_scale"], 1, 1000)
-    rng("wan_paths", t["wan_paths"], 1, 2)
+    rng("wan_paths", t["wan_paths"], 1, 4)
     rng("dc.rate_mbit", t["dc"]["rate_mbit"], 1, 100_000)
     rng("dc.uplink_rate_mbit", t["dc"]["uplink_rate_mbit"], 1, 100_000)
     rng("dc.intra_rtt_us", t["dc"]["intra_rtt_us"], 20, 1_000_000)
@@ -304,7 +310,7 @@ def build(t, workdir, xdcc_bin, log=print):
     for ns in ("dc1sw", "dc2sw", "dc1br", "dc2br"):
         netns.sysctl(ns, "net.ipv4.ip_forward", 1)
         netns.sysctl(ns, "net.ipv6.conf.all.forwarding", 1)
-        # ECMP over two WAN paths: hash the IPv6 flow label (policy 0 = L3
+        # ECMP over the WAN paths: hash the IPv6 flow label (policy 0 = L3
         # with the flow label), so a new path id (label) picks a new path.
         netns.sysctl(ns, "net.ipv6.fib_multipath_hash_policy", 0)
     root, cmds = link_lines(t)
@@ -321,16 +327,19 @@ def build(t, workdir, xdcc_bin, log=print):
     for h in hosts(t):
         netns.run(h, ["tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "delay", f"{half}us",
                       "rate", f"{t['dc']['rate_mbit']}mbit", "limit", str(t["dc"]["host_buffer_pkts"])])
-    applied, paths = [], {}
+    applied, paths, wan_marks = [], {}, {}
     for ns, dev, prof, rate, delay in ports(t):
         k = t["dc"]["k_pkts"] if prof == t["dc"]["switch_profile"] else 0
         path = derive_profile(prof, workdir, f"{ns}-{dev}", rate, delay, t["time_scale"], k)
+        if delay is not None:
+            wan_marks[(ns, dev)] = wan_marker(path)
         netns.run(ns, [xdcc_bin, "switch", "apply", path, dev])
         paths[(ns, dev)] = path
         sections = profile_sections(path)
         applied.append({"ns": ns, "dev": dev, "profile": prof, "rate_mbit": rate, "delay_us": delay,
-                        "phantom": "phantom" in sections, "amrt": "amrt" in sections})
-    for ns, dev, argv, ready in markers(t, paths):
+                        "phantom": "phantom" in sections, "amrt": "amrt" in sections,
+                        "wan_marker": wan_marks.get((ns, dev))})
+    for ns, dev, argv, ready in markers(t, paths, wan_marks):
         start_marker(workdir, ns, dev, [xdcc_bin] + argv, ready)
     wait_markers()
     log(f"[tb] topology: {len(hosts(t))} hosts, {t['wan_paths']} WAN path(s), "
@@ -339,11 +348,43 @@ def build(t, workdir, xdcc_bin, log=print):
     return applied
 
 
-def markers(t, paths):
+def wan_marker(path):
+    """A WAN port's marking as an eBPF marker: netem (its delay line) cannot
+    mark, so the derived profile's step or RED marking is taken out of the
+    file (`xdcc switch apply` refuses marking beside [wan]) and returned as
+    a virtual queue draining at the line rate that marks as the port would
+    (as the host backend's plans mark: testbed/sim/src/plan.rs): a step at K
+    is a queue of 10 K marking from 10 to 11 % of it, RED its buffer marking
+    from min to max. None for a port without marking."""
+    with open(path, "rb") as f:
+        p = tomllib.load(f)
+    m = p.get("marking", {"kind": "none"})
+    if m["kind"] == "none":
+        return None
+    mtu, rate = p["port"].get("mtu", 1500), p["port"]["rate_mbit"]
+    if m["kind"] == "step":
+        k = max(1, m["k_pkts_per_gbps"] * rate // 1000) * mtu
+        mark = {"rate_mbit": rate, "drain_pct": 100, "size_bytes": 10 * k, "kmin_pct": 10, "kmax_pct": 11}
+    else:
+        mark = {"rate_mbit": rate, "drain_pct": 100, "size_bytes": p["port"]["buffer_bytes"],
+                "kmin_pct": m["min_pct"], "kmax_pct": m["max_pct"]}
+    p["marking"] = {"kind": "none"}
+    with open(path, "w") as f:
+        f.write(_toml(p) + "\n")
+    return mark
+
+
+def markers(t, paths, wan_marks=None):
     """The marker processes the ports' profiles ask for: (namespace, iface,
     xdcc arguments, the line it prints once attached). paths maps each
-    port (ns, dev) of ports(t) to its derived profile file."""
+    port (ns, dev) of ports(t) to its derived profile file, wan_marks WAN
+    ports to their marker's settings (wan_marker())."""
     out = []
+    for (ns, dev), m in (wan_marks or {}).items():
+        if m:
+            out.append((ns, dev, ["mark-phantom", "--iface", dev] + [a for k, v in m.items()
+                                                                     for a in (f"--{k.replace('_', '-')}", str(v))],
+                        "phantom queue on"))
     for (ns, dev), path in paths.items():
         sections = profile_sections(path)
         if "phantom" in sections:
@@ -358,6 +399,32 @@ def markers(t, paths):
             out.append((f"dc{d}sw", f"h{i}", ["mark-amrt", "--iface", f"h{i}", "--rate-mbit", str(t["dc"]["rate_mbit"])],
                         "AMRT anti-ECN marking on"))
     return out
+
+
+def _wan_leaf(workdir, k, loss_pct):
+    """tc arguments that set dc2br:wanK's netem leaf with loss_pct % loss,
+    keeping the delay and limit of the profile build() derived for it into
+    workdir: `change` keeps the qdisc and its counters."""
+    with open(os.path.join(workdir, f"profile-dc2br-wan{k}.toml"), "rb") as f:
+        p = tomllib.load(f)
+    pkts = max(1, p["port"]["buffer_bytes"] // p["port"].get("mtu", 1500))
+    return ["qdisc", "change", "dev", f"wan{k}", "parent", "1:1", "handle", "10:", "netem",
+            "delay", f"{p['wan']['delay_us']}us", "limit", str(pkts), "loss", "random", f"{loss_pct}%"]
+
+
+def blackhole(workdir, k):
+    """dc2br silently drops everything it sends on WAN path k (no routing
+    update: the flows hashed onto it lose every packet)."""
+    netns.run("dc2br", ["tc"] + _wan_leaf(workdir, k, 100))
+
+
+def heal(workdir, k):
+    netns.run("dc2br", ["tc"] + _wan_leaf(workdir, k, 0))
+
+
+def wan_addr(k, dc, v6=False):
+    """dcDbr's address on WAN path k (only that path reaches it)."""
+    return f"fd00:200:{k}::{dc}" if v6 else f"10.200.{k}.{dc}"
 
 
 def tc_time(us):

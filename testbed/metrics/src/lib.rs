@@ -40,7 +40,7 @@ use serde::ser::{SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 
 mod run;
-pub use run::{analyze, phases, queues, steady_window, Analysis, ClassStats, Cpu, Fct, FctRow, Flow, Gaps, Metrics, Phase, Port, PortPhase, Run, TimeSeries};
+pub use run::{analyze, phases, queues, steady_window, Analysis, ClassStats, Cpu, Event, Fct, FctRow, Flow, Gaps, Metrics, Phase, Port, PortPhase, Run, TimeSeries, STUCK_FRAC};
 
 /// Bin of the rate and Jain time series (seconds).
 pub const BIN_S: f64 = 0.5;

@@ -33,7 +33,8 @@ pub struct Run {
     /// One entry per sized flow (incast, workload).
     #[serde(default)]
     pub fct: Vec<Fct>,
-    /// Sized flows still running when the run ended.
+    /// Sized flows still running when the run ended (with or without an
+    /// `unfinished` entry in `fct`).
     #[serde(default)]
     pub fct_unfinished: u64,
     /// The ports as configured; only their emulated propagation delay is
@@ -44,6 +45,19 @@ pub struct Run {
     pub cpu: Option<Cpu>,
     #[serde(default)]
     pub sample_gaps_ms: Option<Gaps>,
+    /// Changes to the network during the run (the scenario's `[[events]]`,
+    /// e.g. a WAN link black-holed and healed): phases are cut at them.
+    #[serde(default)]
+    pub events: Vec<Event>,
+}
+
+/// A change to the network at `at_s`: `action` ("blackhole", "heal") on
+/// `link` (a WAN path, "wan2").
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+pub struct Event {
+    pub at_s: f64,
+    pub link: String,
+    pub action: String,
 }
 
 fn null_is_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
@@ -53,7 +67,9 @@ fn null_is_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Er
 #[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct Flow {
     pub id: u64,
-    /// "long" for the flows `samples` follows.
+    /// "long" for the flows `samples` follows and the metrics count;
+    /// "cross" for cross traffic (its start and stop cut phases, nothing
+    /// else counts it).
     pub kind: String,
     /// "intra" or "inter" (DC).
     pub class: String,
@@ -66,6 +82,13 @@ pub struct Flow {
 pub struct Fct {
     #[serde(default)]
     pub ok: bool,
+    /// Still running when the run ended (also counted in
+    /// [`Run::fct_unfinished`]; recorded so a phase can count it).
+    #[serde(default)]
+    pub unfinished: bool,
+    /// When it started (s from the run's start), if known.
+    #[serde(default)]
+    pub at_s: Option<f64>,
     #[serde(default)]
     pub kind: String,
     #[serde(default)]
@@ -132,7 +155,25 @@ pub struct Phase {
     /// Long flows running through the whole phase.
     pub flows: Vec<u64>,
     pub ports: BTreeMap<String, PortPhase>,
+    /// Sum of those flows' throughput over the phase's second half (Mbit/s).
+    pub long_mbps: Option<f64>,
+    /// Those of them that carried less than [`STUCK_FRAC`] of the
+    /// bottleneck's rate over the phase's second half: flows left on a
+    /// black-holed path.
+    pub stuck: Option<usize>,
+    /// Sized flows that started in the phase (at any time in it): how
+    /// many, their mean and p99 FCT (the completed ones), and how many
+    /// failed or did not finish.
+    pub fct_n: usize,
+    pub fct_mean_ms: Option<f64>,
+    pub fct_p99_ms: Option<f64>,
+    pub fct_failed: usize,
 }
+
+/// A long flow below this fraction of the bottleneck port's rate in a phase
+/// is stuck (1/400: a quarter of a percent, far below any fair share the
+/// testbed's scenarios give a flow).
+pub const STUCK_FRAC: f64 = 1.0 / 400.0;
 
 /// Every metric of one run (the report's `summary.json` entry).
 #[derive(Clone, Debug, Serialize)]
@@ -190,6 +231,20 @@ impl Metrics {
         put("drops", Some(self.drops as f64));
         put("retransmits", Some(self.retransmits as f64));
         put("fct_failed", Some(self.fct_failed as f64));
+        for p in &self.phases {
+            // ("phase 6-14 s ...": the span as the report prints it.)
+            let span = format!("phase {}-{} s", p.from_s, p.to_s);
+            put(&format!("{span} long_mbps"), p.long_mbps);
+            put(&format!("{span} stuck"), p.stuck.map(|n| n as f64));
+            if p.fct_n > 0 {
+                put(&format!("{span} fct_mean_ms"), p.fct_mean_ms);
+                put(&format!("{span} fct_p99_ms"), p.fct_p99_ms);
+                put(&format!("{span} fct_failed"), Some(p.fct_failed as f64));
+            }
+            for (port, v) in &p.ports {
+                put(&format!("{span} util {port}"), Some(v.util));
+            }
+        }
         for r in &self.fct {
             let key = format!("{} {} {}", r.kind, r.class, r.size);
             put(&format!("fct_n {key}"), Some(r.n as f64));
@@ -321,9 +376,11 @@ fn queue_kb(qs: &[&Row<5>]) -> (Option<f64>, Option<f64>) {
 }
 
 /// Per-port utilization and queue in each phase of the run: the periods
-/// between consecutive long-flow starts and stops (phases shorter than 1 s
-/// are skipped), each measured over its second half like the steady window.
-/// For experiments whose claim is per phase (flows joining or finishing).
+/// between consecutive long-flow (and cross-traffic) starts and stops and
+/// the run's events (phases shorter than 1 s are skipped), each measured
+/// over its second half like the steady window, with the long flows'
+/// summed throughput and the stuck ones. For experiments whose claim is per
+/// phase (flows joining or finishing, a link failing).
 pub fn phases(run: &Run) -> Vec<Phase> {
     phases_of(run, &queues(run))
 }
@@ -332,18 +389,37 @@ fn phases_of(run: &Run, queues: &BTreeMap<String, Vec<Row<5>>>) -> Vec<Phase> {
     let dur = run.duration_s;
     let longs: Vec<&Flow> = run.flows.iter().filter(|f| f.kind == "long").collect();
     let mut cuts = vec![0.0, dur];
-    cuts.extend(longs.iter().flat_map(|f| [f.start_s, f.stop_s]).map(|x| x.clamp(0.0, dur.max(0.0))));
+    cuts.extend(
+        run.flows
+            .iter()
+            .filter(|f| f.kind == "long" || f.kind == "cross")
+            .flat_map(|f| [f.start_s, f.stop_s])
+            .chain(run.events.iter().map(|e| e.at_s))
+            .map(|x| x.clamp(0.0, dur.max(0.0))),
+    );
     cuts.sort_by(|a, b| a.total_cmp(b));
     cuts.dedup();
+    let bottleneck_bps = run.port_rates_mbit.get(&run.bottleneck).copied().flatten().map(|r| r * 1e6);
     cuts.windows(2)
         .filter(|w| w[1] - w[0] >= 1.0)
         .map(|w| {
             let (a, b) = (w[0], w[1]);
             let mid = a + (b - a) / 2.0;
+            let through: Vec<&&Flow> = longs.iter().filter(|f| f.start_s <= a && f.stop_s >= b).collect();
+            let rates: Vec<f64> = through
+                .iter()
+                .filter_map(|f| {
+                    let s = flow_samples(run, f.id);
+                    let end = b.min(s.last()?.t());
+                    (end > mid).then(|| (interp(s, 1, end) - interp(s, 1, mid)) * 8.0 / (end - mid))
+                })
+                .collect();
+            let sized: Vec<&Fct> = run.fct.iter().filter(|f| f.at_s.is_some_and(|t| a <= t && t < b)).collect();
+            let done_ms: Vec<f64> = sized.iter().filter(|f| f.ok).filter_map(|f| f.fct_s).map(|s| s * 1000.0).collect();
             Phase {
                 from_s: a,
                 to_s: b,
-                flows: longs.iter().filter(|f| f.start_s <= a && f.stop_s >= b).map(|f| f.id).collect(),
+                flows: through.iter().map(|f| f.id).collect(),
                 ports: queues
                     .keys()
                     .filter_map(|p| {
@@ -352,6 +428,12 @@ fn phases_of(run: &Run, queues: &BTreeMap<String, Vec<Row<5>>>) -> Vec<Phase> {
                         Some((p.clone(), PortPhase { util: utilization(run, p, &qs)?, queue_mean_kb, queue_p99_kb }))
                     })
                     .collect(),
+                fct_n: sized.len(),
+                fct_mean_ms: mean(&done_ms),
+                fct_p99_ms: percentile(&done_ms, 99.0),
+                fct_failed: sized.iter().filter(|f| !f.ok).count(),
+                long_mbps: (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / 1e6),
+                stuck: bottleneck_bps.filter(|_| !rates.is_empty()).map(|r| rates.iter().filter(|&&x| x < STUCK_FRAC * r).count()),
             }
         })
         .collect()
@@ -450,7 +532,7 @@ pub fn analyze(run: &Run) -> Analysis {
         (Some(i), Some(a)) if i != 0.0 && a != 0.0 => Some(i / a),
         _ => None,
     };
-    let rates_of_all: Vec<f64> = mean_rate.values().copied().collect();
+    let rates_of_all: Vec<f64> = longs.iter().filter_map(|f| mean_rate.get(&f.id).copied()).collect();
     let metrics = Metrics {
         run_id: run.run_id.clone(),
         cc: run.cc.clone(),
@@ -473,7 +555,7 @@ pub fn analyze(run: &Run) -> Analysis {
         flow_rtt_ms: flow_rtt.iter().map(|(i, v)| (i.to_string(), *v)).collect(),
         fct: fct_table(&run.fct),
         fct_count: run.fct.len(),
-        fct_failed: run.fct.iter().filter(|f| !f.ok).count() as u64 + run.fct_unfinished,
+        fct_failed: run.fct.iter().filter(|f| !f.ok && !f.unfinished).count() as u64 + run.fct_unfinished,
         guest_cpu_busy: run.cpu.as_ref().and_then(|c| c.busy),
         sample_gap_max_ms: run.sample_gaps_ms.as_ref().and_then(|g| g.max),
     };

@@ -102,10 +102,10 @@ fn a_flow_joining_makes_two_phases() {
 fn fct_rows_by_size_class() {
     let mut r = run(&[50.0, 50.0], &["intra"; 2], 100.0, 10.0);
     r.fct = (1..=100)
-        .map(|i| Fct { ok: true, kind: "incast".into(), class: "intra".into(), size: 50_000.0, fct_s: Some(0.01 * i as f64) })
+        .map(|i| Fct { ok: true, kind: "incast".into(), class: "intra".into(), size: 50_000.0, fct_s: Some(0.01 * i as f64), ..Default::default() })
         .collect();
-    r.fct.push(Fct { ok: false, kind: "incast".into(), class: "intra".into(), size: 50_000.0, fct_s: None });
-    r.fct.push(Fct { ok: true, kind: "workload".into(), class: "inter".into(), size: 2e6, fct_s: Some(0.5) });
+    r.fct.push(Fct { ok: false, kind: "incast".into(), class: "intra".into(), size: 50_000.0, fct_s: None, ..Default::default() });
+    r.fct.push(Fct { ok: true, kind: "workload".into(), class: "inter".into(), size: 2e6, fct_s: Some(0.5), ..Default::default() });
     r.fct_unfinished = 2;
     let m = analyze(&r).metrics;
     assert_eq!(m.fct.len(), 2);
@@ -163,4 +163,50 @@ fn a_wan_ports_delay_line_is_not_queue() {
     let late = a.series.queue.last().unwrap();
     assert!(close(late.0[1], waiting, 1e-6) && late.0[2] == (40.0 * waiting / (rate * d + waiting)).round());
     assert!(close(a.metrics.phases[0].ports[PORT].queue_mean_kb.unwrap(), waiting / 1e3, 1e-6));
+}
+
+#[test]
+fn a_link_failure_cuts_phases_and_counts_stuck_flows_and_fcts() {
+    // Flow 1 carries nothing from 3 s on (its path black-holed at 3 s,
+    // healed at 7 s); cross traffic from 8 s cuts a third phase without
+    // counting as a long flow. Sized flows: one per phase, the second
+    // never finishing.
+    let mut r = run(&[40.0, 40.0], &["inter"; 2], 80.0, 10.0);
+    let s = r.samples.get_mut("1").unwrap();
+    for row in s.iter_mut().filter(|x| x.t() > 3.0) {
+        row.0[1] = (40e6 / 8.0 * 3.0_f64).floor();
+    }
+    r.events = vec![
+        xdcc_metrics::Event { at_s: 3.0, link: "wan2".into(), action: "blackhole".into() },
+        xdcc_metrics::Event { at_s: 7.0, link: "wan2".into(), action: "heal".into() },
+    ];
+    r.flows.push(Flow { id: 2, kind: "cross".into(), class: "inter".into(), start_s: 8.5, stop_s: 10.0 });
+    let sized = |at: f64, fct: Option<f64>| Fct {
+        ok: fct.is_some(),
+        unfinished: fct.is_none(),
+        at_s: Some(at),
+        kind: "incast".into(),
+        class: "inter".into(),
+        size: 1e5,
+        fct_s: fct,
+    };
+    r.fct = vec![sized(1.0, Some(0.02)), sized(4.0, None), sized(8.0, Some(0.04))];
+    r.fct_unfinished = 1;
+    let m = analyze(&r).metrics;
+    let spans: Vec<(f64, f64)> = m.phases.iter().map(|p| (p.from_s, p.to_s)).collect();
+    assert_eq!(spans, vec![(0.0, 3.0), (3.0, 7.0), (7.0, 8.5), (8.5, 10.0)]);
+    assert!(close(m.phases[0].long_mbps.unwrap(), 80.0, 1.0), "{:?}", m.phases[0].long_mbps);
+    assert_eq!(m.phases[0].stuck, Some(0));
+    assert!(close(m.phases[1].long_mbps.unwrap(), 40.0, 1.0));
+    assert_eq!(m.phases[1].stuck, Some(1), "flow 1 carried nothing: under 1/400 of 100 Mbit/s");
+    assert_eq!((m.phases[0].fct_n, m.phases[0].fct_mean_ms, m.phases[0].fct_failed), (1, Some(20.0), 0));
+    assert_eq!((m.phases[1].fct_n, m.phases[1].fct_mean_ms, m.phases[1].fct_failed), (1, None, 1));
+    assert_eq!(m.phases[2].fct_mean_ms, Some(40.0));
+    assert_eq!(m.fct_failed, 1, "the unfinished flow counts once");
+    assert_eq!(m.jain, Some(xdcc_metrics::jain(&[m.flow_mbps["0"], m.flow_mbps["1"]]).unwrap()), "cross traffic is not in Jain");
+    let s = m.scalars();
+    assert_eq!(s["phase 3-7 s stuck"], 1.0);
+    assert!(close(s["phase 0-3 s long_mbps"], 80.0, 1.0));
+    assert_eq!(s["phase 3-7 s fct_failed"], 1.0);
+    assert!(s.contains_key("phase 3-7 s util dc1sw:h1"));
 }

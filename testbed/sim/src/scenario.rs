@@ -142,6 +142,9 @@ pub struct Scenario {
     /// `-noRto` runs: false; the packets are still resent).
     #[serde(default = "yes")]
     pub rto_window_cut: bool,
+    /// How successive retransmission timeouts back off (see [`RtoBackoff`]).
+    #[serde(default, skip_serializing_if = "RtoBackoff::is_default")]
+    pub rto_backoff: RtoBackoff,
     /// End the run when every flow (all sized) has finished, rather than
     /// at `duration_ms` (then the limit): completion-time experiments.
     #[serde(default)]
@@ -171,6 +174,29 @@ pub enum LossRecovery {
     /// resent one RTO after it was sent if unacknowledged; nothing else
     /// (besides UnoRC's NACKs) declares a loss.
     Timeout,
+}
+
+/// How a flow's retransmission timeout backs off while timeouts repeat.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RtoBackoff {
+    /// Each timeout doubles the flow's smoothed RTT, and with it the next
+    /// timeout, the window pacing rate and the RTT its CC is told, until
+    /// ACKs pull the average down again (an eighth per ACK).
+    #[default]
+    Srtt,
+    /// Linux's (`icsk_backoff`, RFC 6298): each timeout doubles the timeout
+    /// alone (up to 120 s, `TCP_RTO_MAX`); the RTT estimate stays, and the
+    /// first ACK with an RTT sample ends the backoff. A flow whose path
+    /// comes back (a healed black hole) sends at its old pace after one
+    /// timeout, not a smoothed RTT of seconds.
+    Timer,
+}
+
+impl RtoBackoff {
+    fn is_default(&self) -> bool {
+        *self == RtoBackoff::Srtt
+    }
 }
 
 /// A receiver whose advertised window starts at `init_kb` and grows by
@@ -306,10 +332,14 @@ pub struct FlowSpec {
     #[serde(default = "one_u32")]
     pub count: u32,
     /// Base (propagation) RTT of a flow through `path` (routed flows: none,
-    /// their links' delays make it).
+    /// their links' delays make it). A flow pinned to links gives at least
+    /// twice their one-way delays: the links' delays are part of it.
     #[serde(default)]
     pub rtt_us: f64,
-    /// Queue names in order from sender to receiver (queues in series).
+    /// Queue names in order from sender to receiver (queues in series); or,
+    /// in a routed network, link names (`"b.border->a.border#3"`,
+    /// `"border0"`) that the flow is pinned to: consecutive links, crossed in
+    /// order whatever ECMP does (cross traffic between two switches).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path: Vec<String>,
     /// Routed flows: the sending and the receiving host, as a host (`a.3`)
@@ -414,7 +444,9 @@ pub enum LbSpec {
     /// `congested_frac` of ACKs marked, and on a timeout; `move_on_nack`:
     /// on a block NACK too; timeouts and NACKs move it at most once per
     /// `min_move_interval_us`. Defaults: PLB's paper (0.5, 3, no NACKs, 0);
-    /// the Uno artifact's: 0.25, 2, NACKs, one RTO.
+    /// the Uno artifact's: 0.25, 2, NACKs, one RTO. `congested_rounds = 0`
+    /// never moves on congestion: a new path on every timeout only, as
+    /// Linux's `net.core.txrehash` (a new flow label at each RTO).
     Plb {
         #[serde(default = "half")]
         congested_frac: f64,
@@ -707,6 +739,11 @@ impl Scenario {
             Some(t) => t.validate()?,
             None => {}
         }
+        // The routed network's links, for flows pinned to them.
+        let graph = match &self.topology {
+            Some(t) if self.flows.iter().any(|f| !f.path.is_empty()) => Some(t.build()?),
+            _ => None,
+        };
         let mut names = std::collections::BTreeSet::new();
         for q in &self.queues {
             if !names.insert(q.name.as_str()) {
@@ -746,9 +783,32 @@ impl Scenario {
             if f.tm.is_some() {
                 bail!("flows.{}.tm: a connection matrix is read when a scenario file is loaded (Scenario::from_file)", f.name);
             }
-            if let Some(t) = &self.topology {
-                if !f.path.is_empty() || f.rtt_us != 0.0 {
-                    bail!("flows.{}: a routed flow has src and dst, not path or rtt_us (its links make its RTT)", f.name);
+            if let (Some(g), false) = (&graph, f.path.is_empty()) {
+                // Pinned to links: they must exist and follow each other,
+                // and the RTT must cover their delays.
+                if f.src.is_some() || f.dst.is_some() || !f.pairs.is_empty() || f.lb.is_some() || f.ec.is_some() {
+                    bail!("flows.{}: a flow pinned to links (path) has no src, dst, pairs, lb or ec", f.name);
+                }
+                let mut one_way_ns = 0;
+                let mut at = None;
+                for name in &f.path {
+                    let Some(l) = g.find_link(name) else {
+                        bail!("flows.{}.path: no link {name:?} in the topology (a link name such as \"b.border->a.border#0\", or border0..)", f.name);
+                    };
+                    let l = &g.links[l];
+                    if at.is_some_and(|n| n != l.from) {
+                        bail!("flows.{}.path: {name:?} does not start where the link before it ends", f.name);
+                    }
+                    at = Some(l.to);
+                    one_way_ns += l.latency_ns;
+                }
+                pos(&format!("flows.{}.rtt_us", f.name), f.rtt_us)?;
+                if f.rtt_us * 1e3 < 2.0 * one_way_ns as f64 {
+                    bail!("flows.{}.rtt_us ({}) is less than twice its links' delays ({} us)", f.name, f.rtt_us, 2.0 * one_way_ns as f64 / 1e3);
+                }
+            } else if let Some(t) = &self.topology {
+                if f.rtt_us != 0.0 {
+                    bail!("flows.{}: a routed flow has src and dst, not rtt_us (its links make its RTT; a flow pinned to links gives path and rtt_us)", f.name);
                 }
                 if !f.pairs.is_empty() {
                     if f.src.is_some() || f.dst.is_some() || f.pairs.len() != f.count as usize {
@@ -790,10 +850,10 @@ impl Scenario {
                 if f.path.is_empty() {
                     bail!("flows.{}.path must name at least one queue", f.name);
                 }
-            }
-            for q in &f.path {
-                if !names.contains(q.as_str()) {
-                    bail!("flows.{}.path: no queue named {q:?}", f.name);
+                for q in &f.path {
+                    if !names.contains(q.as_str()) {
+                        bail!("flows.{}.path: no queue named {q:?}", f.name);
+                    }
                 }
             }
             if f.start_ms < 0.0 || f.start_spacing_us < 0.0 {

@@ -26,7 +26,10 @@
 //! - Routed networks (`[topology]`, `crate::topology`): a packet's next queue
 //!   is chosen at every node by ECMP over the equal-cost next hops, hashing
 //!   (flow, the packet's entropy, the node's salt); the flow's load balancer
-//!   (`xdcc_multipath::lb`) picks the entropy per packet. ACKs take the
+//!   (`xdcc_multipath::lb`) picks the entropy per packet. A flow pinned to
+//!   links (`path` in a routed network) takes those links in order: their
+//!   queues and delays, the rest of half its RTT before the first. A failed
+//!   link drops everything in its failure windows. ACKs take the
 //!   reverse propagation without queueing. UnoRC flows (`ec`) send blocks of
 //!   data + parity packets; the receiver counts a block once `data` of its
 //!   packets arrived, NACKs blocks still short a timer after their first
@@ -63,7 +66,7 @@ use anyhow::{bail, Result};
 use xdcc_algo::{AckSample, Event, FlowInit, NetConfig};
 
 use crate::cc::{AnyCc, AnyParams, CcKind};
-use crate::scenario::{LossRecovery, Marking, Scenario};
+use crate::scenario::{LossRecovery, Marking, RtoBackoff, Scenario};
 use crate::topology::LossState;
 use xdcc_common::{amrt_step, AmrtConfig};
 use xdcc_multipath::{Balancer, BlockCode, BlockRx, RxOutcome};
@@ -180,12 +183,16 @@ pub(crate) struct Queue {
     amrt: Option<AmrtConfig>,
     link_finish: Option<u64>,
     loss_prob: f64,
+    /// A routed network's link (its departures are computed, see `wire`),
+    /// rather than a queue in series.
+    link: bool,
     /// Routed networks: the link's loss model, its propagation delay (after
-    /// the queue), the node it leads to, and when it fails (black hole).
+    /// the queue), the node it leads to, and when it is a black hole
+    /// ([from, until) in ns).
     loss: Option<LossState>,
     latency_ns: u64,
     to_node: u32,
-    fail_from_ns: Option<u64>,
+    fail: Vec<(u64, Option<u64>)>,
     /// In the run's report and time series.
     pub report: bool,
     /// Routed networks: packets on the link's wire, with their arrival time
@@ -234,10 +241,11 @@ impl Queue {
                 }
             }),
             loss_prob,
+            link: false,
             loss: None,
             latency_ns: 0,
             to_node: 0,
-            fail_from_ns: None,
+            fail: Vec::new(),
             report: true,
             wire: VecDeque::new(),
             departures: VecDeque::new(),
@@ -396,6 +404,9 @@ pub(crate) struct Flow {
     rto_armed: bool,
     last_progress_ns: u64,
     srtt_ns: f64,
+    /// Timeouts in a row without an RTT sample (`RtoBackoff::Timer`: the
+    /// timeout is doubled this many times).
+    rto_backoffs: u32,
     pub last_rtt_ns: u64,
     pub sending: bool,
     pub started: bool,
@@ -537,6 +548,7 @@ pub(crate) struct Sim {
     rto_fixed_ns: Option<u64>,
     rto_intra_ns: Option<u64>,
     rto_window_cut: bool,
+    rto_backoff: RtoBackoff,
     /// Routed networks: each node's ECMP salt, and the next hops toward
     /// each of the flows' destinations.
     salt: Vec<u64>,
@@ -592,7 +604,7 @@ impl Sim {
 
         let graph = sc.topology.as_ref().map(|t| t.build()).transpose()?;
         let mtu = sc.net.mtu;
-        let queues = match &graph {
+        let mut queues = match &graph {
             None => sc
                 .queues_for(kind.name())
                 .into_iter()
@@ -603,10 +615,11 @@ impl Sim {
                 .iter()
                 .map(|l| {
                     let mut q = Queue::new(l.name.clone(), l.rate_bps, l.buffer_bytes, l.marking.clone(), l.phantom.clone(), 0.0, mtu)?;
+                    q.link = true;
                     q.loss = l.loss.clone().map(LossState::new);
                     q.latency_ns = l.latency_ns;
                     q.to_node = l.to;
-                    q.fail_from_ns = l.fail_from_ns;
+                    q.fail = l.fail.clone();
                     q.report = l.report;
                     Ok(q)
                 })
@@ -633,22 +646,33 @@ impl Sim {
                 params.push(AnyParams::build(k, &net, &merged).map_err(|e| anyhow::anyhow!("flows.{}.params: {e}", g.name))?);
                 pi = params.len() - 1;
             }
-            let path: Vec<u16> =
-                g.path.iter().map(|n| queues.iter().position(|q| &q.name == n).expect("validated") as u16).collect();
+            // Queues in series by name; a routed network's links (a flow
+            // pinned to them) as `Graph::find_link` names them.
+            let path: Vec<u16> = match &graph {
+                None => g.path.iter().map(|n| queues.iter().position(|q| &q.name == n).expect("validated") as u16).collect(),
+                Some(gr) => g.path.iter().map(|n| gr.find_link(n).expect("validated") as u16).collect(),
+            };
+            // (A flow pinned to links: they are in the report.)
+            let pinned = graph.is_some() && !path.is_empty();
+            if pinned {
+                for &q in &path {
+                    queues[q as usize].report = true;
+                }
+            }
             let hops = path.len() as u64 + 1;
             let (rwnd, rwnd_max) = sc.receive_window.map_or((u64::MAX, u64::MAX), |w| {
                 ((w.init_kb * 1000.0).round() as u64, (w.max_kb * 1000.0).round() as u64)
             });
             let ends = match &graph {
-                Some(gr) => crate::topology::endpoints(gr, g, sc.seed.wrapping_add(gi as u64)).map_err(|e| anyhow::anyhow!("flows.{}: {e}", g.name))?,
-                None => Vec::new(),
+                Some(gr) if !pinned => crate::topology::endpoints(gr, g, sc.seed.wrapping_add(gi as u64)).map_err(|e| anyhow::anyhow!("flows.{}: {e}", g.name))?,
+                _ => Vec::new(),
             };
             let strategy = g.lb.as_ref().map_or(Ok(xdcc_multipath::Strategy::Ecmp), |l| l.strategy())?;
             let code = g.ec.as_ref().map(|e| e.code()).transpose()?;
             for i in 0..g.count {
                 let start = ns(g.start_ms, 1e6) + ns(g.start_spacing_us, 1e3) * i as u64;
                 let (mut rtt, mut routed, mut first_rate) = (ns(g.rtt_us, 1e3), None, 0.0);
-                if let Some(gr) = &graph {
+                if let (Some(gr), false) = (&graph, pinned) {
                     let (src, dst) = ends[i as usize];
                     let di = *dist_of.entry(dst).or_insert_with(|| {
                         let d = gr.distances_to(dst);
@@ -680,6 +704,19 @@ impl Sim {
                 } else {
                     first_rate = queues[path[0] as usize].rate_bps;
                 }
+                // Propagation: routed flows meet their links' own delays on
+                // the way (and their sum back); a flow pinned to links meets
+                // the links' delays too, and the rest of half its RTT before
+                // its first queue (the other half on the way back); queues
+                // in series have none, the RTT is split over the hops.
+                let (hop_delay_ns, ack_delay_ns) = if routed.is_some() {
+                    (0, 0)
+                } else if pinned {
+                    let links: u64 = path.iter().map(|&q| queues[q as usize].latency_ns).sum();
+                    ((rtt / 2).saturating_sub(links), rtt - rtt / 2)
+                } else {
+                    (rtt / 2 / hops, rtt - rtt / 2 / hops * hops)
+                };
                 let host = g.host_rate_gbps.map_or(first_rate, |r| r * 1e9);
                 let data_bytes = g.size_kb.map(|s| (s * 1000.0).round().max(1.0) as u64);
                 let mut size = data_bytes;
@@ -706,9 +743,8 @@ impl Sim {
                     params: pi,
                     cc: None,
                     path: path.clone(),
-                    // (Routed flows: their links' own delays, on the way.)
-                    hop_delay_ns: if routed.is_some() { 0 } else { rtt / 2 / hops },
-                    ack_delay_ns: if routed.is_some() { 0 } else { rtt - rtt / 2 / hops * hops },
+                    hop_delay_ns,
+                    ack_delay_ns,
                     last_ack_arrival_ns: 0,
                     host_rate_bps: host,
                     rtt_ns: rtt,
@@ -728,6 +764,7 @@ impl Sim {
                     rto_armed: false,
                     last_progress_ns: 0,
                     srtt_ns: rtt as f64,
+                    rto_backoffs: 0,
                     last_rtt_ns: 0,
                     sending: false,
                     started: false,
@@ -791,6 +828,7 @@ impl Sim {
             rto_fixed_ns: sc.rto_us.map(|r| ns(r, 1e3)),
             rto_intra_ns: sc.rto_intra_us.map(|r| ns(r, 1e3)),
             rto_window_cut: sc.rto_window_cut,
+            rto_backoff: sc.rto_backoff,
             salt,
             hops: next_hops,
             node_names: graph.as_ref().map_or(Vec::new(), |g| g.node_names.clone()),
@@ -1028,14 +1066,17 @@ impl Sim {
                 _ => r,
             };
         }
-        (f.srtt_ns * 3.0).max(self.min_rto_ns as f64) as u64
+        let rto = (f.srtt_ns * 3.0).max(self.min_rto_ns as f64) as u64;
+        // (`rto_backoffs` stays 0 under `RtoBackoff::Srtt`.)
+        const RTO_MAX_NS: u64 = 120_000_000_000;
+        rto.saturating_mul(1 << f.rto_backoffs.min(32)).min(RTO_MAX_NS.max(rto))
     }
 
     fn queue_arrive(&mut self, qi: u16, mut p: Pkt) {
         let now = self.now;
         let mtu = self.mtu;
         let q = &mut self.queues[qi as usize];
-        if q.fail_from_ns.is_some_and(|t| now >= t) {
+        if q.fail.iter().any(|&(from, until)| now >= from && until.map_or(true, |u| now < u)) {
             q.drops += 1;
             q.blackholed += 1;
             return;
@@ -1051,8 +1092,8 @@ impl Sim {
                 return;
             }
         }
-        let routed = self.flows[p.flow as usize].routed.is_some();
-        if routed {
+        let link = q.link;
+        if link {
             q.flush(now);
         }
         if q.bytes + p.size as u64 > q.buffer {
@@ -1067,7 +1108,7 @@ impl Sim {
         }
         q.enqueued += 1;
         q.bytes += p.size as u64;
-        if routed {
+        if link {
             // Its departure is known now (see `Queue::wire`).
             let start = now.max(q.busy_until);
             q.amrt_mark(&mut p, start);
@@ -1172,15 +1213,24 @@ impl Sim {
     }
 
     /// The first packet on link `qi`'s wire reaches the far end: its
-    /// receiver, or the next queue ECMP picks.
+    /// receiver, or the next queue: the one ECMP picks, or a pinned flow's
+    /// next link.
     fn wire_exit(&mut self, qi: u16) {
         let q = &mut self.queues[qi as usize];
-        let (_, p) = q.wire.pop_front().expect("scheduled for its head");
+        let (_, mut p) = q.wire.pop_front().expect("scheduled for its head");
         let node = q.to_node;
         if let Some(&(t, _)) = q.wire.front() {
             self.at(t, Ev::WireExit(qi));
         }
-        let r = self.flows[p.flow as usize].routed.as_ref().expect("routed");
+        let f = &self.flows[p.flow as usize];
+        let Some(r) = &f.routed else {
+            p.hop += 1;
+            match f.path.get(p.hop as usize) {
+                Some(&nq) => self.queue_arrive(nq, p),
+                None => self.recv_arrive(p),
+            }
+            return;
+        };
         if node == r.dst {
             self.recv_arrive(p);
         } else {
@@ -1356,6 +1406,7 @@ impl Sim {
         }
         f.last_rtt_ns = rtt;
         f.srtt_ns += (rtt as f64 - f.srtt_ns) / 8.0;
+        f.rto_backoffs = 0;
         f.last_progress_ns = now;
         let own_rate = cc.rate_limited();
         let sample = AckSample {
@@ -1443,7 +1494,10 @@ impl Sim {
             f.outstanding.front().map_or(now + rto, |s| s.send_time + rto).max(now + 1)
         } else {
             f.inflight = 0;
-            f.srtt_ns *= 2.0; // back off
+            match self.rto_backoff {
+                RtoBackoff::Srtt => f.srtt_ns *= 2.0,
+                RtoBackoff::Timer => f.rto_backoffs += 1,
+            }
             now + self.rto_ns(i)
         };
         self.at(next, Ev::RtoCheck(i as u32));

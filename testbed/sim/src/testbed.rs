@@ -19,12 +19,25 @@
 //! rate, as `derive_profile` does); propagation delay is the flow's base RTT
 //! (intra or inter). The CC is told the network the module is told
 //! (`net_*` tunables), plus the runner's time-scaled tunables and the
-//! scenario's own. Not modelled, and said in [`Point::notes`]: netem jitter
-//! and Gilbert–Elliott loss, the second WAN path (flows take `wan0`), delayed
-//! ACKs, the ACK path's queues, the guest's scheduling stalls. Workload
-//! flows are drawn from the same CDFs and Poisson process with the same
-//! parameters, but from the simulator's random source: the same
-//! distribution, not the same flows.
+//! scenario's own.
+//!
+//! With several WAN paths (`wan_paths`), a path failing (`[[events]]`) or
+//! cross traffic on one (`[[cross]]`) the model is routed instead
+//! (`crate::topology`, kind `two_dc`): DC 1's hosts are `a.0`.., DC 2's
+//! `b.0`.., each linked to its DC switch, the switch to its border router,
+//! the border routers by one link per WAN path, every tier with its ports'
+//! profile and propagation that gives the testbed's RTTs. Flows are routed
+//! by ECMP at the border routers on (flow, entropy), the entropy chosen as
+//! `reroute` says ([`Reroute`]); a black hole is a failure of `dc2br`'s
+//! port on the path from `at_s` until its heal; cross traffic is flows
+//! pinned to that port with the border routers' RTT over it; timeouts back
+//! off as Linux's do. Not modelled, and said in [`Point::notes`]: netem
+//! jitter and Gilbert–Elliott loss, delayed ACKs, the ACK path's queues, the
+//! guest's scheduling stalls, and of the agent's rerouter what PLB does not
+//! do (moves after lossy rounds, avoiding paths recently left, spreading
+//! new connections over path ids). Workload flows are drawn from the same
+//! CDFs and Poisson process with the same parameters, but from the
+//! simulator's random source: the same distribution, not the same flows.
 //!
 //! What the runner validates (`testbed/runner/scenario.py`) is validated
 //! here with the same rules where the model depends on it; the testbed's
@@ -39,7 +52,8 @@ use toml::Value;
 use xdcc_switch::{Marking as SwMarking, Profile};
 
 use crate::cc::CcKind;
-use crate::scenario::{FlowSpec, Marking, NetSpec, Phantom, QueueSpec, Scenario};
+use crate::scenario::{FlowSpec, LbSpec, Marking, NetSpec, Phantom, QueueSpec, RtoBackoff, Scenario};
+use crate::topology::{Failure, LossModel, TopologyKind, TopologySpec};
 use crate::RunReport;
 
 /// Kernel CCs the testbed runs that have no model here.
@@ -97,6 +111,15 @@ pub struct TestbedScenario {
     pub incast: Vec<Incast>,
     #[serde(default)]
     pub workload: Option<toml::Table>,
+    /// How the senders choose a WAN path (a sweep key too).
+    #[serde(default)]
+    pub reroute: Reroute,
+    /// WAN paths black-holed and healed during the run.
+    #[serde(default)]
+    pub events: Vec<WanEvent>,
+    /// Cross traffic on one WAN path.
+    #[serde(default)]
+    pub cross: Vec<Cross>,
 }
 
 fn default_topology() -> String {
@@ -144,6 +167,90 @@ pub struct LongFlows {
     pub start_step_s: f64,
     #[serde(default)]
     pub stop_s: Option<f64>,
+    /// Parallel connections from each sender (1..=64).
+    #[serde(default = "one_u32")]
+    pub flows: u32,
+}
+
+/// How senders choose among the WAN paths (`reroute`), as the runner sets
+/// the hosts up: the IPv6 flow label that the border routers' ECMP hashes
+/// never changes (`single`: `net.core.txrehash = 0`), changes at every RTO
+/// (`rto`: `txrehash = 1`, Linux's default, hence the runner's), or the
+/// xdcc agent's rerouter moves flows as well (`agent`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Reroute {
+    Single,
+    #[default]
+    Rto,
+    Agent,
+}
+
+impl Reroute {
+    /// A `[sweep]` value.
+    fn parse(v: &Value) -> Result<Self> {
+        match v.as_str() {
+            Some("single") => Ok(Reroute::Single),
+            Some("rto") => Ok(Reroute::Rto),
+            Some("agent") => Ok(Reroute::Agent),
+            _ => bail!("[sweep] reroute: {v} is not one of single, rto, agent"),
+        }
+    }
+
+    /// The load balancer that moves a flow as the hosts do, for a flow
+    /// whose base RTT is `rtt_us`: ECMP alone; PLB that never moves on
+    /// congestion (`congested_rounds = 0`), i.e. a new path at every RTO;
+    /// or PLB with the agent's defaults (`xdcc_common::Config::DEFAULT`: a
+    /// round with half its ACKs marked is congested, a move after 12 such
+    /// rounds or an RTO, RTO moves at most once per base RTT — the agent
+    /// spaces every move so; 12 rounds are 12 base RTTs anyway).
+    fn lb(self, rtt_us: f64) -> LbSpec {
+        let agent = xdcc_common::Config::DEFAULT;
+        match self {
+            Reroute::Single => LbSpec::Ecmp,
+            Reroute::Rto => LbSpec::Plb { congested_frac: 0.5, congested_rounds: 0, move_on_nack: false, min_move_interval_us: 0.0 },
+            Reroute::Agent => LbSpec::Plb {
+                congested_frac: agent.congested_ecn_ppm as f64 / 1e6,
+                congested_rounds: agent.congested_rounds,
+                move_on_nack: false,
+                min_move_interval_us: rtt_us * agent.min_interval_base_rtts as f64,
+            },
+        }
+    }
+}
+
+/// `[[events]]`: at `at_s`, `dc2br` starts dropping everything it sends on
+/// WAN path `link` (`blackhole`; routes stay) or stops (`heal`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WanEvent {
+    pub at_s: f64,
+    pub link: String,
+    pub action: WanAction,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WanAction {
+    Blackhole,
+    Heal,
+}
+
+/// `[[cross]]`: `flows` long flows from `dc2br` itself to `dc1br`'s address
+/// on WAN path `link`, which only that path reaches: they cross `dc2br`'s
+/// port on it alone. `cc`: the run's CC unless given.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cross {
+    pub link: String,
+    #[serde(default)]
+    pub start_s: f64,
+    #[serde(default)]
+    pub stop_s: Option<f64>,
+    #[serde(default = "one_u32")]
+    pub flows: u32,
+    #[serde(default)]
+    pub cc: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -306,6 +413,11 @@ pub struct Point {
     pub scenario: Option<Scenario>,
     /// What the model leaves out for this point.
     pub notes: Vec<String>,
+    /// The ports in the run record: (the model's queue, the testbed's port
+    /// name), the scenario's bottleneck first.
+    pub ports: Vec<(String, String)>,
+    /// The scenario's `[[events]]`, for the run record.
+    pub events: Vec<xdcc_metrics::Event>,
 }
 
 impl TestbedScenario {
@@ -376,7 +488,9 @@ impl TestbedScenario {
 
     fn point(&self, name: &str, dir: &Path, base: &toml::Table, entry: &str, label: &str, over: Option<&(String, Value)>) -> Result<Point> {
         let (cc, profile, preset, tunables) = self.resolve(entry)?;
-        let mut point = Point { entry: entry.to_string(), cc: cc.clone(), label: label.to_string(), scenario: None, notes: Vec::new() };
+        let events = self.events.iter().map(|e| xdcc_metrics::Event { at_s: e.at_s, link: e.link.clone(), action: e.action.name().to_string() }).collect();
+        let mut point =
+            Point { entry: entry.to_string(), cc: cc.clone(), label: label.to_string(), scenario: None, notes: Vec::new(), ports: Vec::new(), events };
         if CcKind::parse(&cc).is_err() {
             if KERNEL_CCS.contains(&cc.as_str()) {
                 point.notes.push(format!("{cc} is a kernel CC: no model in xdcc-sim"));
@@ -386,8 +500,11 @@ impl TestbedScenario {
         }
         let mut topo = base.clone();
         let mut workload = self.workload.clone();
-        if let Some((key, v)) = over {
-            let (sec, k) = key.split_once('.').ok_or_else(|| anyhow!("[sweep] key '{key}' must be section.name"))?;
+        let mut reroute = self.reroute;
+        if let Some((key, v)) = over.filter(|(key, _)| key == "reroute") {
+            reroute = Reroute::parse(v).with_context(|| format!("[sweep] key '{key}'"))?;
+        } else if let Some((key, v)) = over {
+            let (sec, k) = key.split_once('.').ok_or_else(|| anyhow!("[sweep] key '{key}' must be section.name or reroute"))?;
             if sec == "workload" {
                 workload.as_mut().ok_or_else(|| anyhow!("[sweep] key '{key}': no [workload]"))?.insert(k.to_string(), v.clone());
             } else {
@@ -408,27 +525,31 @@ impl TestbedScenario {
             merge(&mut topo, &o, "")?;
         }
         let t: Topology = Value::Table(topo).try_into().map_err(|e: toml::de::Error| anyhow!("topology: {}", e.message()))?;
-        if t.wan_paths > 1 {
-            point.notes.push(format!("{} WAN paths: the model routes every inter-DC flow over wan0", t.wan_paths));
-        }
         if t.delayed_acks {
             point.notes.push("delayed ACKs not modelled (the model ACKs every segment; `delayed_acks = false` in [net] makes the kernel do so too)".into());
         }
-        let net = Net::new(&t, &mut point.notes)?;
-
         let dur = self.duration_s as f64;
+        // Several WAN paths, a path failing or cross traffic on one: the
+        // routed model (`two_dc`); otherwise queues in series.
+        let failures = self.wan_failures(&t, dur)?;
+        let routed = t.wan_paths > 1 || !self.events.is_empty() || !self.cross.is_empty();
+        let net = Net::new(&t, routed.then_some(reroute), &mut point.notes)?;
+
         let mut flows = Vec::new();
         let mut used = std::collections::BTreeSet::new();
         let mut long_windows = Vec::new();
         for (i, g) in self.long.iter().enumerate() {
+            if !(1..=64).contains(&g.flows) {
+                bail!("[[long]] #{}: flows (connections from each sender) must be within 1..=64", i + 1);
+            }
             for (k, src) in g.from.iter().enumerate() {
                 let start = g.start_s + k as f64 * g.start_step_s;
                 let stop = g.stop_s.unwrap_or(dur);
                 if !(start >= 0.0 && start < stop && stop <= dur) {
                     bail!("[[long]] #{}: needs 0 <= start_s < stop_s <= duration_s for every flow", i + 1);
                 }
-                long_windows.push((start, stop));
-                let mut f = net.flow("long", src, &g.to, &mut used)?;
+                long_windows.extend(std::iter::repeat_n((start, stop), g.flows as usize));
+                let mut f = net.flow("long", src, &g.to, g.flows, &mut used)?;
                 f.start_ms = start * 1e3;
                 f.stop_ms = (stop < dur).then_some(stop * 1e3);
                 flows.push(f);
@@ -437,7 +558,7 @@ impl TestbedScenario {
         for g in &self.incast {
             for &at in &g.at_s {
                 for src in &g.from {
-                    let mut f = net.flow("incast", src, &g.to, &mut used)?;
+                    let mut f = net.flow("incast", src, &g.to, 1, &mut used)?;
                     f.start_ms = at * 1e3;
                     f.size_kb = Some(g.bytes as f64 / 1e3);
                     flows.push(f);
@@ -447,7 +568,7 @@ impl TestbedScenario {
         if let Some(w) = workload {
             let w: Workload = Value::Table(w).try_into().map_err(|e: toml::de::Error| anyhow!("[workload]: {}", e.message()))?;
             for (at, src, dst, size) in workload_flows(&w, &t, dur, dir)? {
-                let mut f = net.flow("workload", &src, &dst, &mut used)?;
+                let mut f = net.flow("workload", &src, &dst, 1, &mut used)?;
                 f.start_ms = at * 1e3;
                 f.size_kb = Some(size as f64 / 1e3);
                 flows.push(f);
@@ -455,6 +576,9 @@ impl TestbedScenario {
         }
         if flows.is_empty() {
             bail!("no traffic: the scenario has no [[long]], [[incast]] or [workload]");
+        }
+        for (i, c) in self.cross.iter().enumerate() {
+            flows.push(self.cross_flows(i, c, &t, &cc, &mut point.notes)?);
         }
         // The report's steady window (all long flows active, its second
         // half) for the simulator's own report; the prediction's metrics
@@ -467,13 +591,28 @@ impl TestbedScenario {
         let (a, b) = xdcc_metrics::steady_window(&longs, dur);
 
         let bottleneck = port_name(&self.bottleneck)?;
-        let mut queues = net.queues_used(&used)?;
-        if let Some(pos) = queues.iter().position(|q| q.name == bottleneck) {
-            let q = queues.remove(pos);
-            queues.insert(0, q);
+        let (queues, topology) = if routed {
+            // The testbed samples the bottleneck and the monitored ports.
+            let mut ports: Vec<String> = vec![bottleneck];
+            for m in &self.monitor {
+                let m = port_name(m)?;
+                if !ports.contains(&m) {
+                    ports.push(m);
+                }
+            }
+            point.ports = ports.into_iter().map(|p| Ok((link_of_port(&p, &t)?, p))).collect::<Result<_>>()?;
+            (Vec::new(), Some(net.two_dc(failures, point.ports.iter().map(|(l, _)| l.clone()).collect())?))
         } else {
-            bail!("bottleneck '{}': no flow crosses that port", self.bottleneck);
-        }
+            let mut queues = net.queues_used(&used)?;
+            if let Some(pos) = queues.iter().position(|q| q.name == bottleneck) {
+                let q = queues.remove(pos);
+                queues.insert(0, q);
+            } else {
+                bail!("bottleneck '{}': no flow crosses that port", self.bottleneck);
+            }
+            point.ports = queues.iter().map(|q| (q.name.clone(), q.name.clone())).collect();
+            (queues, None)
+        };
 
         let net_spec = NetSpec {
             link_rate_gbps: t.dc.rate_mbit as f64 / 1e3,
@@ -500,7 +639,7 @@ impl TestbedScenario {
             presets: BTreeMap::new(),
             queue_overrides: BTreeMap::new(),
             queues,
-            topology: None,
+            topology,
             flows,
             sample_interval_us: self.sample_ms as f64 * 1e3,
             fairness_window_ms: xdcc_metrics::BIN_S * 1e3,
@@ -519,11 +658,106 @@ impl TestbedScenario {
             rto_us: None,
             rto_intra_us: None,
             rto_window_cut: true,
+            // Linux's backoff where a path can die and come back; the model
+            // of queues in series keeps the simulator's default, with which
+            // its numbers in RESULTS.md were taken.
+            rto_backoff: if routed { RtoBackoff::Timer } else { RtoBackoff::Srtt },
             stop_when_done: false,
         };
         sc.validate()?;
         point.scenario = Some(sc);
         Ok(point)
+    }
+}
+
+impl TestbedScenario {
+    /// `[[events]]` as the model's failures of `dc2br`'s WAN ports (the
+    /// link `b.border->a.border#K`, see [`link_of_port`]), checked as the
+    /// runner checks them: in time order, a path is black-holed only while
+    /// it forwards and healed only while it is black-holed.
+    fn wan_failures(&self, t: &Topology, dur: f64) -> Result<Vec<Failure>> {
+        let mut events: Vec<&WanEvent> = self.events.iter().collect();
+        events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+        let mut out: Vec<Failure> = Vec::new();
+        // Per path: its open failure (an index into `out`).
+        let mut dead: BTreeMap<u32, usize> = BTreeMap::new();
+        for e in events {
+            let at = format!("[[events]] at_s = {}", e.at_s);
+            if !(e.at_s.is_finite() && (0.0..dur).contains(&e.at_s)) {
+                bail!("{at}: at_s must lie within [0, duration_s)");
+            }
+            let k = wan_path(&e.link, t).with_context(|| at.clone())?;
+            match (e.action, dead.remove(&k)) {
+                (WanAction::Blackhole, None) => {
+                    dead.insert(k, out.len());
+                    out.push(Failure { link: link_of_port(&format!("dc2br:wan{k}"), t)?, from_ms: e.at_s * 1e3, until_ms: None });
+                }
+                (WanAction::Heal, Some(i)) => out[i].until_ms = Some(e.at_s * 1e3),
+                (WanAction::Blackhole, Some(_)) => bail!("{at}: {} is already black-holed", e.link),
+                (WanAction::Heal, None) => bail!("{at}: {} is not black-holed", e.link),
+            }
+        }
+        if !out.is_empty() {
+            let p = Profile::load(&t.wan.border_profile).map_err(|e| anyhow!("border profile: {e}"))?;
+            if p.wan.as_ref().is_some_and(|w| w.loss_ppm > 0 || w.gilbert_elliott.is_some()) {
+                bail!("[[events]]: a black hole replaces the WAN port's netem loss; profile {} has its own loss", t.wan.border_profile);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `[[cross]]` #`i`: long flows pinned to `dc2br`'s port on the path, with
+    /// the base RTT between the two border routers over it. A kernel CC
+    /// (no model) is modelled as DCTCP, and the notes say so.
+    fn cross_flows(&self, i: usize, c: &Cross, t: &Topology, run_cc: &str, notes: &mut Vec<String>) -> Result<FlowSpec> {
+        let at = format!("[[cross]] #{}", i + 1);
+        let k = wan_path(&c.link, t).with_context(|| at.clone())?;
+        let dur = self.duration_s as f64;
+        let stop = c.stop_s.unwrap_or(dur);
+        if !(c.start_s >= 0.0 && c.start_s < stop && stop <= dur) {
+            bail!("{at}: needs 0 <= start_s < stop_s <= duration_s");
+        }
+        if !(1..=64).contains(&c.flows) {
+            bail!("{at}: flows must be within 1..=64");
+        }
+        let cc = match c.cc.as_deref() {
+            None => None,
+            Some(x) if x == run_cc => None,
+            Some(x) if CcKind::parse(x).is_ok() => Some(x.to_string()),
+            Some(x) if KERNEL_CCS.contains(&x) => {
+                notes.push(format!("cross traffic on {}: {x} is a kernel CC without a model, modelled as dctcp", c.link));
+                Some("dctcp".to_string()).filter(|d| d != run_cc)
+            }
+            Some(x) => bail!("{at}: unknown CC '{x}'"),
+        };
+        Ok(FlowSpec {
+            name: format!("inter:cross:dc2br>dc1br:wan{k}"),
+            count: c.flows,
+            rtt_us: 2.0 * wan_delay_us(t),
+            path: vec![link_of_port(&format!("dc2br:wan{k}"), t)?],
+            start_ms: c.start_s * 1e3,
+            start_spacing_us: 0.0,
+            stop_ms: (stop < dur).then_some(stop * 1e3),
+            size_kb: None,
+            host_rate_gbps: None,
+            cc,
+            params: BTreeMap::new(),
+            src: None,
+            dst: None,
+            pairs: Vec::new(),
+            tm: None,
+            lb: None,
+            ec: None,
+        })
+    }
+}
+
+impl WanAction {
+    fn name(self) -> &'static str {
+        match self {
+            WanAction::Blackhole => "blackhole",
+            WanAction::Heal => "heal",
+        }
     }
 }
 
@@ -569,6 +803,62 @@ fn port_name(spec: &str) -> Result<String> {
     Ok(format!("{ns}:{dev}"))
 }
 
+/// "wan2" -> 2, a WAN path of the topology.
+fn wan_path(name: &str, t: &Topology) -> Result<u32> {
+    match name.strip_prefix("wan").and_then(|k| k.parse::<u32>().ok()) {
+        Some(k) if k < t.wan_paths => Ok(k),
+        _ => bail!("link '{name}' is not a WAN path (wan0..wan{})", t.wan_paths - 1),
+    }
+}
+
+/// The one-way delay of a WAN path (`topology.py`: its netem delay on both
+/// border routers' ports).
+fn wan_delay_us(t: &Topology) -> f64 {
+    (t.inter_rtt_us().saturating_sub(t.dc.intra_rtt_us) / 2) as f64
+}
+
+/// The routed model's link that is the testbed's port `port` ("ns:dev"):
+/// DC 1 is `a`, DC 2 `b`, host `dcDhI` is `<a|b>.<I-1>`, a DC switch
+/// `<a|b>.sw`, a border router `<a|b>.border`; a port is the link leaving
+/// its namespace through that interface (`dc2br:wan3` is
+/// `b.border->a.border#3`).
+fn link_of_port(port: &str, t: &Topology) -> Result<String> {
+    let bad = || anyhow!("port '{port}': not a port of the testbed's network (dcDhI:eth0, dcDsw:hI, dcDsw:uplink, dcDbr:dc, dcDbr:wanK)");
+    let (ns, dev) = port.split_once(':').ok_or_else(bad)?;
+    let dc = |d: &str| match d {
+        "1" => Ok(("a", "b")),
+        "2" => Ok(("b", "a")),
+        _ => Err(bad()),
+    };
+    if let Some(d) = ns.strip_suffix("sw").and_then(|n| n.strip_prefix("dc")) {
+        let (x, _) = dc(d)?;
+        if dev == "uplink" {
+            return Ok(format!("{x}.sw->{x}.border"));
+        }
+        let (_, i) = parse_host(&format!("dc{d}{dev}"), t).map_err(|_| bad())?;
+        return Ok(format!("{x}.sw->{x}.{}", i - 1));
+    }
+    if let Some(d) = ns.strip_suffix("br").and_then(|n| n.strip_prefix("dc")) {
+        let (x, y) = dc(d)?;
+        if dev == "dc" {
+            return Ok(format!("{x}.border->{x}.sw"));
+        }
+        let k = wan_path(dev, t).with_context(|| format!("port '{port}'"))?;
+        return Ok(format!("{x}.border->{y}.border#{k}"));
+    }
+    let (d, i) = parse_host(ns, t).map_err(|_| bad())?;
+    if dev != "eth0" {
+        return Err(bad());
+    }
+    Ok(format!("{}.{}->{0}.sw", if d == 1 { "a" } else { "b" }, i - 1))
+}
+
+/// The routed model's host: "dc1h1" -> "a.0", "dc2h3" -> "b.2".
+fn host_node(h: &str, t: &Topology) -> Result<String> {
+    let (d, i) = parse_host(h, t)?;
+    Ok(format!("{}.{}", if d == 1 { "a" } else { "b" }, i - 1))
+}
+
 /// "dc2h3" -> (2, 3).
 fn parse_host(h: &str, t: &Topology) -> Result<(u32, u32)> {
     let bad = || anyhow!("no host '{h}' in the topology (hosts: dc1h1..dc2h{})", t.hosts_per_dc);
@@ -587,10 +877,13 @@ struct Net<'a> {
     dc_profile: Profile,
     border_profile: Profile,
     amrt_first_hop: bool,
+    /// The routed model (`two_dc`) and how its senders choose a WAN path;
+    /// None: queues in series.
+    routed: Option<Reroute>,
 }
 
 impl<'a> Net<'a> {
-    fn new(t: &'a Topology, notes: &mut Vec<String>) -> Result<Self> {
+    fn new(t: &'a Topology, routed: Option<Reroute>, notes: &mut Vec<String>) -> Result<Self> {
         let dc_profile = Profile::load(&t.dc.switch_profile).map_err(|e| anyhow!("switch profile: {e}"))?;
         let border_profile = Profile::load(&t.wan.border_profile).map_err(|e| anyhow!("border profile: {e}"))?;
         if let Some(w) = &border_profile.wan {
@@ -602,7 +895,23 @@ impl<'a> Net<'a> {
             }
         }
         let amrt_first_hop = dc_profile.amrt.is_some();
-        Ok(Net { t, dc_profile, border_profile, amrt_first_hop })
+        if let Some(r) = routed {
+            notes.push(format!(
+                "{} WAN path(s), routed: dc2br and dc1br spread flows over them by ECMP on (flow, label); ACKs return without queueing; \
+                 each host link's two directions are queues with the DC switch port's profile",
+                t.wan_paths
+            ));
+            match r {
+                Reroute::Single => {}
+                Reroute::Rto => notes.push("reroute = rto: a new path at every RTO (PLB with congested_rounds = 0)".into()),
+                Reroute::Agent => notes.push(
+                    "reroute = agent: PLB with the agent's defaults (12 rounds of >= 50 % ECN, RTOs, once per base RTT); not modelled: its moves \
+                     after lossy rounds, its avoidance of paths recently left, its spreading of new connections over path ids"
+                        .into(),
+                ),
+            }
+        }
+        Ok(Net { t, dc_profile, border_profile, amrt_first_hop, routed })
     }
 
     /// The ports from `src` to `dst`, sender first.
@@ -627,14 +936,26 @@ impl<'a> Net<'a> {
         Ok(p)
     }
 
-    fn flow(&self, kind: &str, src: &str, dst: &str, used: &mut std::collections::BTreeSet<String>) -> Result<FlowSpec> {
+    /// `count` flows from `src` to `dst`: over the ports in series (their
+    /// names go into `used`), or routed between the hosts.
+    fn flow(&self, kind: &str, src: &str, dst: &str, count: u32, used: &mut std::collections::BTreeSet<String>) -> Result<FlowSpec> {
         let path = self.path(src, dst)?;
         let inter = path.iter().any(|q| q.ends_with(":uplink"));
-        used.extend(path.iter().cloned());
+        let rtt_us = if inter { self.t.inter_rtt_us() } else { self.t.dc.intra_rtt_us } as f64;
+        let (path, rtt_us, pairs, lb) = match self.routed {
+            None => {
+                used.extend(path.iter().cloned());
+                (path, rtt_us, Vec::new(), None)
+            }
+            Some(r) => {
+                let pair = format!("{}>{}", host_node(src, self.t)?, host_node(dst, self.t)?);
+                (Vec::new(), 0.0, vec![pair; count as usize], Some(r.lb(rtt_us)))
+            }
+        };
         Ok(FlowSpec {
             name: format!("{}:{kind}:{src}>{dst}", if inter { "inter" } else { "intra" }),
-            count: 1,
-            rtt_us: if inter { self.t.inter_rtt_us() } else { self.t.dc.intra_rtt_us } as f64,
+            count,
+            rtt_us,
             path,
             start_ms: 0.0,
             start_spacing_us: 0.0,
@@ -645,10 +966,50 @@ impl<'a> Net<'a> {
             params: BTreeMap::new(),
             src: None,
             dst: None,
-            pairs: Vec::new(),
+            pairs,
             tm: None,
-            lb: None,
+            lb,
             ec: None,
+        })
+    }
+
+    /// The routed model: the testbed's network as `two_dc`, every tier from
+    /// the profile the runner gives its ports: host links at the DC rate
+    /// and the uplinks at theirs with the DC switch's profile, the WAN paths
+    /// with the border profile; propagation so that the RTTs are the
+    /// testbed's (a host link a quarter of the intra-DC RTT, as each host's
+    /// netem holds half of it one way; a WAN path the rest of the
+    /// inter-DC RTT's half, as its netem on either border router; the
+    /// uplinks none). `report`: links sampled besides the WAN paths.
+    fn two_dc(&self, fail: Vec<Failure>, report: Vec<String>) -> Result<TopologySpec> {
+        let t = self.t;
+        let host = port_queue("dcDsw:hI", &self.dc_profile, t.dc.rate_mbit, t.time_scale, t.dc.k_pkts)?;
+        let uplink = port_queue("dcDsw:uplink", &self.dc_profile, t.dc.uplink_rate_mbit, t.time_scale, t.dc.k_pkts)?;
+        let wan = port_queue("dcDbr:wanK", &self.border_profile, t.wan.rate_mbit, t.time_scale, 0)?;
+        Ok(TopologySpec {
+            kind: TopologyKind::TwoDc,
+            k: 0,
+            hosts_per_dc: Some(t.hosts_per_dc),
+            link_rate_gbps: host.rate_gbps,
+            hop_latency_us: t.dc.intra_rtt_us as f64 / 4.0,
+            buffer_kb: host.buffer_kb,
+            marking: host.marking,
+            phantom: host.phantom,
+            uplink_rate_gbps: Some(uplink.rate_gbps),
+            uplink_latency_us: Some(0.0),
+            uplink_buffer_kb: Some(uplink.buffer_kb),
+            uplink_marking: Some(uplink.marking),
+            uplink_phantom: uplink.phantom,
+            border_links: t.wan_paths,
+            core_border_links: None,
+            border_rate_gbps: Some(wan.rate_gbps),
+            border_latency_us: wan_delay_us(t),
+            border_buffer_kb: Some(wan.buffer_kb),
+            border_marking: Some(wan.marking),
+            border_phantom: wan.phantom,
+            border_loss: (wan.loss_prob > 0.0).then_some(LossModel::Bernoulli { p: wan.loss_prob }),
+            fail,
+            report,
         })
     }
 
@@ -850,64 +1211,85 @@ pub struct Prediction {
 
 /// A simulated run as the testbed's run record, so that the model's numbers
 /// come from the same code as the kernel's (`xdcc_metrics::analyze`): the
-/// long flows with their samples, every port's samples with the bottleneck
-/// first, one FCT entry per sized flow. The testbed times a sized flow from
-/// connect() to the receiver's one-byte answer, i.e. one handshake RTT and
-/// half an RTT more than the model's first-byte-to-last-ACK time: the model
-/// adds one base RTT (the remaining half RTT is the model's last ACK
-/// travelling back).
-fn run_record(sc: &Scenario, entry: &str, label: &str, r: &RunReport) -> Result<xdcc_metrics::Run> {
+/// long flows with their samples, the cross traffic (one flow per
+/// `[[cross]]`, as the runner records it: start and stop), the ports'
+/// samples under the testbed's names with the bottleneck first, one FCT
+/// entry per sized flow (with its start; unfinished ones marked so), the
+/// scenario's events. The testbed times a sized
+/// flow from connect() to the receiver's one-byte answer, i.e. one
+/// handshake RTT and half an RTT more than the model's first-byte-to-last-ACK
+/// time: the model adds one base RTT (the remaining half RTT is the
+/// model's last ACK travelling back).
+fn run_record(sc: &Scenario, p: &Point, r: &RunReport) -> Result<xdcc_metrics::Run> {
     use xdcc_metrics::{Fct, Flow, Row};
-    if sc.flows.len() != r.flows.len() {
-        bail!("{}: {} flows specified, {} simulated", sc.name, sc.flows.len(), r.flows.len());
+    let specified: usize = sc.flows.iter().map(|f| f.count as usize).sum();
+    if specified != r.flows.len() {
+        bail!("{}: {specified} flows specified, {} simulated", sc.name, r.flows.len());
     }
     let dur_s = sc.duration_ms / 1e3;
     let mtu = sc.net.mtu as f64;
     let s = &r.samples;
     let t_s = |k: usize| s.t_ns[k] as f64 / 1e9;
     let mut run = xdcc_metrics::Run {
-        run_id: format!("{entry}{}{label}", if label.is_empty() { "" } else { "-" }),
-        cc: entry.to_string(),
-        label: label.to_string(),
+        run_id: format!("{}{}{}", p.entry, if p.label.is_empty() { "" } else { "-" }, p.label),
+        cc: p.entry.clone(),
+        label: p.label.clone(),
         duration_s: dur_s,
-        bottleneck: r.queues.first().map(|q| q.name.clone()).unwrap_or_default(),
-        port_rates_mbit: r.queues.iter().map(|q| (q.name.clone(), Some(q.rate_mbit))).collect(),
+        bottleneck: p.ports.first().map(|(_, port)| port.clone()).unwrap_or_default(),
+        events: p.events.clone(),
         ..Default::default()
     };
-    for (qi, q) in r.queues.iter().enumerate() {
+    for (queue, port) in &p.ports {
+        let qi = r.queues.iter().position(|q| &q.name == queue).ok_or_else(|| anyhow!("{}: port {port} ({queue}) is not in the run's report", sc.name))?;
         let rows = (0..s.t_ns.len())
             .map(|k| Row([t_s(k), s.qlen[k][qi] as f64, (s.qlen[k][qi] as f64 / mtu).ceil(), s.tx_bytes[k][qi] as f64, s.drops[k][qi] as f64]))
             .collect();
-        run.queues.insert(q.name.clone(), rows);
+        run.port_rates_mbit.insert(port.clone(), Some(r.queues[qi].rate_mbit));
+        run.queues.insert(port.clone(), rows);
     }
-    for (i, (spec, f)) in sc.flows.iter().zip(&r.flows).enumerate() {
+    // The simulated flows in spec order (a group of `count` flows takes
+    // `count` places).
+    let mut i = 0;
+    for spec in &sc.flows {
         let mut parts = spec.name.splitn(3, ':');
         let (Some(class), Some(kind)) = (parts.next(), parts.next()) else { bail!("flow '{}': not named class:kind:path", spec.name) };
-        if kind != "long" {
-            match f.fct_ms {
-                Some(fct) => run.fct.push(Fct {
-                    ok: true,
-                    kind: kind.to_string(),
-                    class: class.to_string(),
-                    size: spec.size_kb.unwrap_or(0.0) * 1e3,
-                    fct_s: Some((fct + f.rtt_us / 1e3) / 1e3),
-                }),
-                None => run.fct_unfinished += 1,
+        let record = |run: &mut xdcc_metrics::Run| {
+            let id = run.flows.len() as u64;
+            let (start_s, stop_s) = (spec.start_ms / 1e3, spec.stop_ms.map_or(dur_s, |t| t / 1e3));
+            run.flows.push(Flow { id, kind: kind.to_string(), class: class.to_string(), start_s, stop_s });
+            id
+        };
+        match kind {
+            "cross" => {
+                record(&mut run);
+                i += spec.count as usize;
             }
-            continue;
+            "long" => {
+                for _ in 0..spec.count {
+                    let id = record(&mut run);
+                    let rows = (0..s.t_ns.len())
+                        .map(|k| Row([t_s(k), s.delivered[k][i] as f64, (s.cwnd[k][i] as f64 / mtu).ceil(), s.rtt[k][i] as f64 / 1e3, s.losses[k][i] as f64]))
+                        .collect();
+                    run.samples.insert(id.to_string(), rows);
+                    i += 1;
+                }
+            }
+            _ => {
+                for f in &r.flows[i..i + spec.count as usize] {
+                    run.fct_unfinished += f.fct_ms.is_none() as u64;
+                    run.fct.push(Fct {
+                        ok: f.fct_ms.is_some(),
+                        unfinished: f.fct_ms.is_none(),
+                        at_s: Some(f.start_ms / 1e3),
+                        kind: kind.to_string(),
+                        class: class.to_string(),
+                        size: spec.size_kb.unwrap_or(0.0) * 1e3,
+                        fct_s: f.fct_ms.map(|fct| (fct + f.rtt_us / 1e3) / 1e3),
+                    });
+                }
+                i += spec.count as usize;
+            }
         }
-        let id = run.flows.len() as u64;
-        run.flows.push(Flow {
-            id,
-            kind: kind.to_string(),
-            class: class.to_string(),
-            start_s: spec.start_ms / 1e3,
-            stop_s: spec.stop_ms.map_or(dur_s, |t| t / 1e3),
-        });
-        let rows = (0..s.t_ns.len())
-            .map(|k| Row([t_s(k), s.delivered[k][i] as f64, (s.cwnd[k][i] as f64 / mtu).ceil(), s.rtt[k][i] as f64 / 1e3, s.losses[k][i] as f64]))
-            .collect();
-        run.samples.insert(id.to_string(), rows);
     }
     Ok(run)
 }
@@ -925,7 +1307,7 @@ pub fn predict(points: &[Point], seeds: u32) -> Result<Vec<Prediction>> {
                 let mut s = sc.clone();
                 s.seed = seed;
                 let r = crate::run(&s, kind)?;
-                let run = run_record(&s, &p.entry, &p.label, &r)?;
+                let run = run_record(&s, p, &r)?;
                 for (k, v) in xdcc_metrics::analyze(&run).metrics.scalars() {
                     per_metric.entry(k).or_default().push(v);
                 }
@@ -936,7 +1318,9 @@ pub fn predict(points: &[Point], seeds: u32) -> Result<Vec<Prediction>> {
         .collect()
 }
 
-/// A table of predictions, one line per point.
+/// A table of predictions, one line per point, then one per phase when
+/// the run has several (the long flows' throughput, the stuck ones, FCTs,
+/// each port's utilization in %).
 pub fn prediction_table(preds: &[Prediction]) -> String {
     let mut out = format!("{:<14} {:<10} {:>14} {:>14} {:>14} {:>14} {:>14} {:>12}\n", "run", "", "util%", "jain", "inter/intra", "q_mean_kB", "q_p99_kB", "drops");
     for p in preds {
@@ -954,10 +1338,49 @@ pub fn prediction_table(preds: &[Prediction]) -> String {
             cell("queue_p99_kb", 1.0, 1),
             cell("drops", 1.0, 0),
         ));
+        let phases = phase_metrics(p);
+        if phases.len() > 1 {
+            for (span, metrics) in phases {
+                let cells: Vec<String> = metrics
+                    .iter()
+                    .map(|(name, (m, h))| {
+                        let (name, scale, nd) = match name.strip_prefix("util ") {
+                            Some(port) => (format!("util% {port}"), 100.0, 1),
+                            None => (name.to_string(), 1.0, if name.ends_with("_ms") { 0 } else { 1 }),
+                        };
+                        if p.seeds > 1 {
+                            format!("{name} {:.nd$}±{:.nd$}", m * scale, h * scale)
+                        } else {
+                            format!("{name} {:.nd$}", m * scale)
+                        }
+                    })
+                    .collect();
+                out.push_str(&format!("    phase {span} s: {}\n", cells.join(", ")));
+            }
+        }
         for n in &p.notes {
             out.push_str(&format!("    ({n})\n"));
         }
     }
+    out
+}
+
+/// Per phase span ("6-14"), its metrics by name: (mean, 95 % half-width).
+type PhaseMetrics<'a> = Vec<(&'a str, Vec<(&'a str, (f64, f64))>)>;
+
+/// A prediction's per-phase metrics (`phase 6-14 s long_mbps`, ...), the
+/// phases in time order.
+fn phase_metrics(p: &Prediction) -> PhaseMetrics<'_> {
+    let mut out: PhaseMetrics = Vec::new();
+    for (key, &v) in &p.metrics {
+        let Some((span, name)) = key.strip_prefix("phase ").and_then(|k| k.split_once(" s ")) else { continue };
+        match out.iter_mut().find(|(s, _)| *s == span) {
+            Some((_, m)) => m.push((name, v)),
+            None => out.push((span, vec![(name, v)])),
+        }
+    }
+    let start = |span: &str| span.split('-').next().and_then(|a| a.parse::<f64>().ok()).unwrap_or(f64::INFINITY);
+    out.sort_by(|a, b| start(a.0).total_cmp(&start(b.0)));
     out
 }
 

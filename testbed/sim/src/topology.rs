@@ -3,7 +3,8 @@
 //!
 //! ```toml
 //! [topology]
-//! kind = "interdc"          # two k-ary fat trees joined by border links; or "fat_tree"
+//! kind = "interdc"          # two k-ary fat trees joined by border links; or
+//!                           # "fat_tree", or "two_dc" (the 2-DC testbed, below)
 //! k = 4                     # fat-tree arity: k pods, k/2 ToRs and k/2 aggregation
 //!                           # switches per pod, (k/2)^2 cores, k^3/4 hosts per DC
 //! link_rate_gbps = 100
@@ -16,6 +17,21 @@
 //! border_loss = { kind = "block", ... }        # see `LossModel`
 //! ```
 //!
+//! ```toml
+//! [topology]
+//! kind = "two_dc"           # the testbed's network (testbed/runner/topology.py)
+//! hosts_per_dc = 4          # a.0..a.3 and b.0..b.3, each linked to its DC switch
+//! link_rate_gbps = 0.05     # the host links (tier: rate, latency, buffer, marking, phantom)
+//! hop_latency_us = 1000
+//! buffer_kb = 675
+//! uplink_rate_gbps = 0.2    # DC switch <-> border (uplink_latency_us, _buffer_kb,
+//!                           # _marking, _phantom: default the host links')
+//! border_links = 4          # the WAN paths, border_* as for interdc
+//! border_rate_gbps = 0.01
+//! border_latency_us = 8000
+//! fail = [{ link = "b.border->a.border#2", from_ms = 6000, until_ms = 14000 }]
+//! ```
+//!
 //! Model:
 //! - A DC is a 3-tier fat tree (Al-Fares et al.): host — ToR — aggregation —
 //!   core; aggregation switch j of every pod links to cores j·k/2 ..
@@ -25,14 +41,24 @@
 //!   joined by `border_links` parallel links (the artifact: k = 8, 128
 //!   hosts per DC, 8 links per core, 128 / `os_border` border links).
 //!   Hosts are `a.<i>` and `b.<i>`, numbered ToR by ToR.
+//! - `two_dc` is the testbed's network: per DC, hosts `a.0` .. `a.<n-1>`
+//!   (and `b.*`) each linked to one DC switch `a.sw` (the host tier), the
+//!   switch linked to the border router `a.border` (the uplink tier), and
+//!   `border_links` parallel links between the two border routers (the
+//!   border tier: the WAN paths). Its `border_loss` is on the border links
+//!   only (the testbed's WAN ports).
 //! - Every link is two queues (one per direction) with the rate, buffer and
 //!   marking of its tier, and a propagation delay after the queue.
 //! - Routing is shortest-path (hop count) with ECMP at every node: among the
 //!   out-links that lead one hop closer to the destination, a hash of (flow,
 //!   packet entropy, the node's salt) picks one. The flow's load balancer
 //!   (`xdcc_multipath::lb`) chooses the entropy per packet.
-//! - A failed link silently drops everything sent into it from `from_ms` on;
-//!   routing is not updated (the artifact's `-fail_one`).
+//! - A failed link silently drops everything sent into it from `from_ms` on,
+//!   until `until_ms` if given (then it forwards again); routing is updated
+//!   neither way (the artifact's `-fail_one`).
+//! - A flow group may also be pinned to links (`path = [link names]` with its
+//!   `rtt_us`): it crosses those links' queues in order, whatever ECMP does
+//!   (cross traffic that only one path carries); see `crate::scenario`.
 //! - ACKs return over the reverse of the packet's path without queueing
 //!   (their propagation only): a black hole does not eat ACKs.
 
@@ -48,23 +74,41 @@ use crate::scenario::{check_marking, check_phantom, Marking, Phantom};
 pub enum TopologyKind {
     FatTree,
     Interdc,
+    TwoDc,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TopologySpec {
     pub kind: TopologyKind,
-    /// Fat-tree arity (even, 2..=16).
+    /// Fat-tree arity (even, 2..=16; `fat_tree` and `interdc` only).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub k: u32,
+    /// Hosts per DC (`two_dc` only, 1..=256).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts_per_dc: Option<u32>,
     pub link_rate_gbps: f64,
-    /// Propagation delay of every intra-DC link, one way.
+    /// Propagation delay of every intra-DC link, one way (`two_dc`: of the
+    /// host links).
     pub hop_latency_us: f64,
     pub buffer_kb: f64,
     #[serde(default)]
     pub marking: Marking,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phantom: Option<Phantom>,
-    /// Parallel links between the two border switches (`interdc`).
+    /// `two_dc`: the DC switch's link to its border router, each defaulting
+    /// to the host links' setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uplink_rate_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uplink_latency_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uplink_buffer_kb: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uplink_marking: Option<Marking>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uplink_phantom: Option<Phantom>,
+    /// Parallel links between the two border switches (`interdc`, `two_dc`).
     #[serde(default = "default_border_links")]
     pub border_links: u32,
     /// Parallel links from each core switch to its DC's border switch
@@ -91,20 +135,33 @@ pub struct TopologySpec {
     /// Links that fail (black holes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fail: Vec<Failure>,
+    /// Links in the run's report and time series besides those always
+    /// there (the border links, failed links and links flows are pinned to).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub report: Vec<String>,
 }
 
 fn default_border_links() -> u32 {
     8
 }
 
-/// A link that drops everything from `from_ms` on. `link` is a link name
-/// (`a.core0->a.border`) or `border<N>`: the N-th border link, direction a→b.
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+/// A link that drops everything from `from_ms` on, up to `until_ms` if
+/// given (then it forwards again: a black hole that heals). `link` is a
+/// link name (`a.core0->a.border`, `b.border->a.border#2`) or `border<N>`:
+/// the N-th border link, direction a→b. One link may fail several times
+/// (one entry per failure).
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Failure {
     pub link: String,
     #[serde(default)]
     pub from_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_ms: Option<f64>,
 }
 
 /// Random loss on a link, drawn from the run's seed.
@@ -179,7 +236,9 @@ pub struct LinkSpec {
     pub marking: Marking,
     pub phantom: Option<Phantom>,
     pub loss: Option<LossModel>,
-    pub fail_from_ns: Option<u64>,
+    /// When the link is a black hole: [from, until) in ns (until None: to
+    /// the end of the run).
+    pub fail: Vec<(u64, Option<u64>)>,
     /// Shown in the run's report (the border links; all of a fat tree's
     /// core uplinks would be too many).
     pub report: bool,
@@ -224,7 +283,7 @@ impl Graph {
                 marking: tier.marking.clone(),
                 phantom: tier.phantom.clone(),
                 loss: tier.loss.clone(),
-                fail_from_ns: None,
+                fail: Vec::new(),
                 report: tier.report,
             });
         }
@@ -267,8 +326,34 @@ struct Tier {
 
 impl TopologySpec {
     pub fn validate(&self) -> Result<()> {
-        if self.k < 2 || self.k > 16 || self.k % 2 != 0 {
-            bail!("topology.k must be even and within 2..=16, got {}", self.k);
+        let two_dc = self.kind == TopologyKind::TwoDc;
+        if two_dc {
+            if self.k != 0 {
+                bail!("topology.k is a fat tree's arity: kind = \"two_dc\" has hosts_per_dc instead");
+            }
+            if self.core_border_links.is_some() {
+                bail!("topology.core_border_links is a fat tree's: kind = \"two_dc\" has one uplink per DC");
+            }
+            match self.hosts_per_dc {
+                Some(n) if (1..=256).contains(&n) => {}
+                Some(n) => bail!("topology.hosts_per_dc must be within 1..=256, got {n}"),
+                None => bail!("topology.hosts_per_dc: kind = \"two_dc\" needs it (1..=256)"),
+            }
+        } else {
+            if self.k < 2 || self.k > 16 || self.k % 2 != 0 {
+                bail!("topology.k must be even and within 2..=16, got {}", self.k);
+            }
+            let two_dc_only = [
+                ("hosts_per_dc", self.hosts_per_dc.is_some()),
+                ("uplink_rate_gbps", self.uplink_rate_gbps.is_some()),
+                ("uplink_latency_us", self.uplink_latency_us.is_some()),
+                ("uplink_buffer_kb", self.uplink_buffer_kb.is_some()),
+                ("uplink_marking", self.uplink_marking.is_some()),
+                ("uplink_phantom", self.uplink_phantom.is_some()),
+            ];
+            if let Some((name, _)) = two_dc_only.iter().find(|(_, set)| *set) {
+                bail!("topology.{name} needs kind = \"two_dc\" (a fat tree's size is k)");
+            }
         }
         let pos = |what: &str, v: f64| -> Result<()> {
             if !(v.is_finite() && v > 0.0) {
@@ -276,16 +361,35 @@ impl TopologySpec {
             }
             Ok(())
         };
+        let non_negative = |what: &str, v: f64| -> Result<()> {
+            if !(v.is_finite() && v >= 0.0) {
+                bail!("topology.{what} must be >= 0");
+            }
+            Ok(())
+        };
         pos("link_rate_gbps", self.link_rate_gbps)?;
         pos("buffer_kb", self.buffer_kb)?;
-        if !(self.hop_latency_us.is_finite() && self.hop_latency_us >= 0.0) {
-            bail!("topology.hop_latency_us must be >= 0");
-        }
+        non_negative("hop_latency_us", self.hop_latency_us)?;
         check_marking("topology", &self.marking)?;
         if let Some(p) = &self.phantom {
             check_phantom("topology", p)?;
         }
-        if self.kind == TopologyKind::Interdc {
+        if let Some(r) = self.uplink_rate_gbps {
+            pos("uplink_rate_gbps", r)?;
+        }
+        if let Some(l) = self.uplink_latency_us {
+            non_negative("uplink_latency_us", l)?;
+        }
+        if let Some(b) = self.uplink_buffer_kb {
+            pos("uplink_buffer_kb", b)?;
+        }
+        if let Some(m) = &self.uplink_marking {
+            check_marking("topology.uplink", m)?;
+        }
+        if let Some(p) = &self.uplink_phantom {
+            check_phantom("topology.uplink", p)?;
+        }
+        if self.kind == TopologyKind::Interdc || two_dc {
             if !(1..=256).contains(&self.border_links) {
                 bail!("topology.border_links must be within 1..=256");
             }
@@ -298,9 +402,7 @@ impl TopologySpec {
             if let Some(b) = self.border_buffer_kb {
                 pos("border_buffer_kb", b)?;
             }
-            if !(self.border_latency_us.is_finite() && self.border_latency_us >= 0.0) {
-                bail!("topology.border_latency_us must be >= 0");
-            }
+            non_negative("border_latency_us", self.border_latency_us)?;
             if let Some(m) = &self.border_marking {
                 check_marking("topology.border", m)?;
             }
@@ -311,23 +413,42 @@ impl TopologySpec {
                 l.check("topology.border_loss")?;
             }
         } else if self.border_loss.is_some() || self.border_marking.is_some() {
-            bail!("topology: border_* settings need kind = \"interdc\"");
+            bail!("topology: border_* settings need kind = \"interdc\" or \"two_dc\"");
         }
         let g = self.build_unchecked();
         for f in &self.fail {
             if !(f.from_ms.is_finite() && f.from_ms >= 0.0) {
                 bail!("topology.fail: from_ms must be >= 0");
             }
+            if let Some(u) = f.until_ms {
+                if !(u.is_finite() && u > f.from_ms) {
+                    bail!("topology.fail ({}): until_ms must be after from_ms ({} ms), got {u}", f.link, f.from_ms);
+                }
+            }
             if g.find_link(&f.link).is_none() {
                 bail!("topology.fail: no link {:?} (a link name such as \"a.core0->a.border\", or border0..border{})", f.link, self.border_links.saturating_sub(1));
             }
+        }
+        if let Some(l) = self.report.iter().find(|l| g.find_link(l).is_none()) {
+            bail!("topology.report: no link {l:?} (a link name such as \"a.sw->a.0\", or border0..border{})", self.border_links.saturating_sub(1));
         }
         Ok(())
     }
 
     /// Hosts per DC.
     pub fn hosts_per_dc(&self) -> u32 {
-        self.k * self.k * self.k / 4
+        match self.kind {
+            TopologyKind::TwoDc => self.hosts_per_dc.unwrap_or(0),
+            TopologyKind::FatTree | TopologyKind::Interdc => self.k * self.k * self.k / 4,
+        }
+    }
+
+    /// The DCs' names: hosts are `<dc>.<i>`.
+    fn dcs(&self) -> &'static [&'static str] {
+        match self.kind {
+            TopologyKind::FatTree => &["a"],
+            TopologyKind::Interdc | TopologyKind::TwoDc => &["a", "b"],
+        }
     }
 
     /// The network (call `validate` first).
@@ -336,7 +457,11 @@ impl TopologySpec {
         let mut g = self.build_unchecked();
         for f in &self.fail {
             let l = g.find_link(&f.link).expect("validated");
-            g.links[l].fail_from_ns = Some((f.from_ms * 1e6).round() as u64);
+            g.links[l].fail.push(((f.from_ms * 1e6).round() as u64, f.until_ms.map(|u| (u * 1e6).round() as u64)));
+            g.links[l].report = true;
+        }
+        for name in &self.report {
+            let l = g.find_link(name).expect("validated");
             g.links[l].report = true;
         }
         Ok(g)
@@ -353,22 +478,45 @@ impl TopologySpec {
             loss: None,
             report: false,
         };
-        let dcs: &[&str] = if self.kind == TopologyKind::Interdc { &["a", "b"] } else { &["a"] };
         let mut borders = Vec::new();
-        for dc in dcs {
-            let cores = self.fat_tree(&mut g, dc, &intra);
-            if self.kind == TopologyKind::Interdc {
-                let b = g.node(format!("{dc}.border"));
-                let n = self.core_border_links.unwrap_or(self.k);
-                // (The border switch's links to its cores carry the border's
-                // loss model too, as the artifact's "BORDER" queues.)
-                let to_border = Tier { loss: self.border_loss.clone(), ..intra.clone() };
-                for c in cores {
-                    for i in 0..n {
-                        g.link(c, b, &to_border, &if n > 1 { format!("#{i}") } else { String::new() });
+        for dc in self.dcs() {
+            match self.kind {
+                TopologyKind::TwoDc => {
+                    let sw = g.node(format!("{dc}.sw"));
+                    for i in 0..self.hosts_per_dc() {
+                        let h = g.host(format!("{dc}.{i}"));
+                        g.link(h, sw, &intra, "");
                     }
+                    let b = g.node(format!("{dc}.border"));
+                    let uplink = Tier {
+                        rate_bps: self.uplink_rate_gbps.map_or(intra.rate_bps, |r| r * 1e9),
+                        latency_ns: self.uplink_latency_us.map_or(intra.latency_ns, |l| (l * 1e3).round() as u64),
+                        buffer_bytes: self.uplink_buffer_kb.map_or(intra.buffer_bytes, |b| (b * 1e3).round() as u64),
+                        marking: self.uplink_marking.clone().unwrap_or_else(|| self.marking.clone()),
+                        phantom: self.uplink_phantom.clone().or_else(|| self.phantom.clone()),
+                        loss: None,
+                        report: false,
+                    };
+                    g.link(sw, b, &uplink, "");
+                    borders.push(b);
                 }
-                borders.push(b);
+                TopologyKind::Interdc => {
+                    let cores = self.fat_tree(&mut g, dc, &intra);
+                    let b = g.node(format!("{dc}.border"));
+                    let n = self.core_border_links.unwrap_or(self.k);
+                    // (The border switch's links to its cores carry the border's
+                    // loss model too, as the artifact's "BORDER" queues.)
+                    let to_border = Tier { loss: self.border_loss.clone(), ..intra.clone() };
+                    for c in cores {
+                        for i in 0..n {
+                            g.link(c, b, &to_border, &if n > 1 { format!("#{i}") } else { String::new() });
+                        }
+                    }
+                    borders.push(b);
+                }
+                TopologyKind::FatTree => {
+                    self.fat_tree(&mut g, dc, &intra);
+                }
             }
         }
         if let [a, b] = borders[..] {
@@ -419,7 +567,7 @@ impl TopologySpec {
 
 /// Checks a flow's `src` or `dst`: a DC of the topology or one of its hosts.
 pub fn check_endpoint(t: &TopologySpec, e: &str) -> Result<()> {
-    let dcs: &[&str] = if t.kind == TopologyKind::Interdc { &["a", "b"] } else { &["a"] };
+    let dcs = t.dcs();
     let (dc, host) = e.split_once('.').map_or((e, None), |(d, h)| (d, Some(h)));
     if !dcs.contains(&dc) {
         bail!("{e:?}: no DC {dc:?} (this topology has {})", dcs.join(", "));
@@ -566,11 +714,17 @@ mod tests {
         TopologySpec {
             kind,
             k,
+            hosts_per_dc: None,
             link_rate_gbps: 100.0,
             hop_latency_us: 1.0,
             buffer_kb: 1000.0,
             marking: Marking::None,
             phantom: None,
+            uplink_rate_gbps: None,
+            uplink_latency_us: None,
+            uplink_buffer_kb: None,
+            uplink_marking: None,
+            uplink_phantom: None,
             border_links: 8,
             core_border_links: None,
             border_rate_gbps: None,
@@ -580,6 +734,7 @@ mod tests {
             border_phantom: None,
             border_loss: None,
             fail: vec![],
+            report: vec![],
         }
     }
 
@@ -634,12 +789,12 @@ mod tests {
     #[test]
     fn interdc_has_border_links_and_failures_resolve() {
         let mut s = spec(TopologyKind::Interdc, 8);
-        s.fail = vec![Failure { link: "border3".into(), from_ms: 1.0 }];
+        s.fail = vec![Failure { link: "border3".into(), from_ms: 1.0, until_ms: None }];
         let g = s.build().unwrap();
         assert_eq!(g.hosts.len(), 256);
         let borders: Vec<_> = g.links.iter().filter(|l| l.name.starts_with("a.border->b.border")).collect();
         assert_eq!(borders.len(), 8);
-        assert_eq!(borders[3].fail_from_ns, Some(1_000_000));
+        assert_eq!(borders[3].fail, vec![(1_000_000, None)]);
         // 8 cores-to-border links per core, 16 cores, both ways, per DC.
         assert_eq!(g.links.iter().filter(|l| l.name.starts_with("a.core") && l.name.contains("->a.border")).count(), 128);
         let d = g.distances_to(g.hosts["b.0"]);
@@ -650,5 +805,74 @@ mod tests {
         s.fail.clear();
         s.k = 5;
         assert!(s.validate().is_err());
+    }
+
+    fn two_dc(hosts: u32, paths: u32) -> TopologySpec {
+        TopologySpec {
+            hosts_per_dc: Some(hosts),
+            uplink_rate_gbps: Some(0.2),
+            uplink_latency_us: Some(0.0),
+            border_links: paths,
+            border_rate_gbps: Some(0.01),
+            border_latency_us: 8000.0,
+            ..spec(TopologyKind::TwoDc, 0)
+        }
+    }
+
+    #[test]
+    fn two_dc_is_the_testbeds_network() {
+        let mut s = two_dc(4, 4);
+        s.fail = vec![
+            Failure { link: "b.border->a.border#2".into(), from_ms: 6000.0, until_ms: Some(14000.0) },
+            Failure { link: "b.border->a.border#2".into(), from_ms: 20000.0, until_ms: None },
+        ];
+        let g = s.build().unwrap();
+        assert_eq!(s.hosts_per_dc(), 4);
+        assert_eq!(g.hosts.keys().map(String::as_str).collect::<Vec<_>>(), ["a.0", "a.1", "a.2", "a.3", "b.0", "b.1", "b.2", "b.3"]);
+        // Per DC 4 host links and an uplink, plus 4 border links; both ways.
+        assert_eq!(g.links.len(), 2 * (2 * 5 + 4));
+        let link = |name: &str| &g.links[g.find_link(name).unwrap_or_else(|| panic!("{name}"))];
+        assert_eq!(link("a.0->a.sw").rate_bps, 100e9);
+        assert_eq!(link("b.sw->b.border").rate_bps, 0.2e9);
+        assert_eq!(link("b.sw->b.border").latency_ns, 0);
+        assert_eq!(link("a.sw->a.3").latency_ns, 1_000);
+        let wan = link("b.border->a.border#3");
+        assert_eq!((wan.rate_bps, wan.latency_ns, wan.report), (0.01e9, 8_000_000, true));
+        assert!(!link("a.sw->a.border").report);
+        assert_eq!(link("b.border->a.border#2").fail, vec![(6_000_000_000, Some(14_000_000_000)), (20_000_000_000, None)]);
+        assert!(link("a.border->b.border#2").fail.is_empty(), "one direction fails");
+        // host, switch, border | border, switch, host.
+        assert_eq!(g.distances_to(g.hosts["a.0"])[g.hosts["b.3"] as usize], 5);
+        assert_eq!(g.distances_to(g.hosts["a.0"])[g.hosts["a.1"] as usize], 2);
+        check_endpoint(&s, "b.3").unwrap();
+        assert!(format!("{:#}", check_endpoint(&s, "b.4").unwrap_err()).contains("b.0 .. b.3"));
+    }
+
+    #[test]
+    fn two_dc_refuses_what_it_does_not_have() {
+        let err = |s: TopologySpec| format!("{:#}", s.validate().unwrap_err());
+        let bad = |f: &dyn Fn(&mut TopologySpec)| {
+            let mut s = two_dc(4, 4);
+            f(&mut s);
+            err(s)
+        };
+        assert!(bad(&|s| s.hosts_per_dc = None).contains("hosts_per_dc"));
+        assert!(bad(&|s| s.hosts_per_dc = Some(0)).contains("hosts_per_dc must be within 1..=256"));
+        assert!(bad(&|s| s.hosts_per_dc = Some(257)).contains("hosts_per_dc must be within 1..=256"));
+        assert!(bad(&|s| s.k = 4).contains("topology.k"));
+        assert!(bad(&|s| s.core_border_links = Some(2)).contains("core_border_links"));
+        assert!(bad(&|s| s.uplink_rate_gbps = Some(0.0)).contains("uplink_rate_gbps"));
+        assert!(bad(&|s| s.fail = vec![Failure { link: "b.border->a.border#4".into(), from_ms: 0.0, until_ms: None }]).contains("no link"));
+        assert!(bad(&|s| s.fail = vec![Failure { link: "border1".into(), from_ms: 5.0, until_ms: Some(5.0) }]).contains("until_ms must be after from_ms"));
+        assert!(bad(&|s| s.report = vec!["a.sw->a.9".into()]).contains("topology.report: no link"));
+        let mut fat = spec(TopologyKind::FatTree, 4);
+        fat.hosts_per_dc = Some(4);
+        assert!(err(fat).contains("hosts_per_dc needs kind = \"two_dc\""));
+        let mut fat = spec(TopologyKind::Interdc, 4);
+        fat.uplink_marking = Some(Marking::None);
+        assert!(err(fat).contains("uplink_marking needs kind = \"two_dc\""));
+        // A fat tree without k (serde's default, 0) is told so.
+        let fat = spec(TopologyKind::FatTree, 0);
+        assert!(err(fat).contains("k must be even"));
     }
 }

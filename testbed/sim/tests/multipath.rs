@@ -151,7 +151,7 @@ fn routed_scenarios_refuse_bad_input() {
         ("\"a.0>b.3\"", "\"a.0-b.3\"", "is not \"src>dst\""),
         ("lb = { kind = \"unolb\" }", "lb = { kind = \"unolb\", subflows = 0 }", "subflows"),
         ("nack_timeout_us = 640", "nack_timeout_us = 0", "nack_timeout_us"),
-        ("size_kb = 5000\n", "size_kb = 5000\nrtt_us = 10\n", "not path or rtt_us"),
+        ("size_kb = 5000\n", "size_kb = 5000\nrtt_us = 10\n", "not rtt_us"),
         ("border_latency_us = 886.5", "border_latency_us = 886.5\nborder_loss = { kind = \"block\", p = [0.7, 0.5] }", "sum to at most 1"),
     ];
     for (from, to, want) in bad {
@@ -211,4 +211,131 @@ size_kb = 100
         let dsts: std::collections::BTreeSet<_> = pairs.iter().map(|p| &p.1).collect();
         assert_eq!((srcs.len(), dsts.len()), (16, 16), "seed {seed}: every host sends once and receives once");
     }
+}
+
+/// The 2-DC testbed's network (`kind = "two_dc"`): 2 hosts per DC, 1 Gbit/s
+/// links of 10 µs, `paths` WAN links of 100 µs between the border routers;
+/// `extra` goes into `[topology]`, `flows` after it.
+fn two_dc(paths: u32, extra: &str, flows: &str) -> String {
+    format!(
+        r#"
+name = "two-dc"
+duration_ms = 100
+cc = ["dctcp"]
+rto_backoff = "timer"
+[net]
+link_rate_gbps = 1.0
+intra_rtt_us = 40
+inter_rtt_us = 280
+mtu = 1500
+[topology]
+kind = "two_dc"
+hosts_per_dc = 2
+link_rate_gbps = 1.0
+hop_latency_us = 10.0
+buffer_kb = 300
+marking = {{ kind = "threshold", k_pkts = 20 }}
+border_links = {paths}
+border_latency_us = 100.0
+{extra}
+{flows}
+"#
+    )
+}
+
+/// Bytes a flow delivered between two times (ms), from the run's samples
+/// (one per ms).
+fn delivered_between(r: &RunReport, flow: usize, from_ms: usize, to_ms: usize) -> u64 {
+    r.samples.delivered[to_ms][flow] - r.samples.delivered[from_ms][flow]
+}
+
+/// A black hole that heals (`until_ms`): the one ECMP flow over the one WAN
+/// link carries nothing while it lasts and carries again after, once its
+/// timeout fires; a black hole without `until_ms` keeps it at nothing.
+#[test]
+fn a_healed_black_hole_carries_again() {
+    let flow = "[[flows]]\nname = \"x\"\npairs = [\"a.0>b.1\"]\n";
+    let healed = Scenario::from_toml(&two_dc(1, "fail = [{ link = \"border0\", from_ms = 20, until_ms = 50 }]", flow)).unwrap();
+    let r = run(&healed, CcKind::Dctcp).unwrap();
+    assert!(delivered_between(&r, 0, 5, 20) > 1_000_000, "it runs before the failure");
+    assert_eq!(delivered_between(&r, 0, 22, 50), 0, "nothing through the black hole");
+    assert!(delivered_between(&r, 0, 70, 100) > 1_000_000, "it runs again after the heal: {} B", delivered_between(&r, 0, 70, 100));
+    let link = r.queues.iter().find(|q| q.name == "a.border->b.border#0").unwrap();
+    assert!(link.blackholed > 0 && link.blackholed == link.drops);
+    let forever = Scenario::from_toml(&two_dc(1, "fail = [{ link = \"border0\", from_ms = 20 }]", flow)).unwrap();
+    let r = run(&forever, CcKind::Dctcp).unwrap();
+    assert_eq!(delivered_between(&r, 0, 22, 100), 0);
+}
+
+/// A flow group pinned to a link (`path` with `rtt_us` in a routed network)
+/// crosses that link and no other, whatever ECMP would do, and its base RTT
+/// is its `rtt_us` (the link's own delay is part of it, not added).
+#[test]
+fn a_pinned_flow_crosses_exactly_its_link() {
+    let sc = Scenario::from_toml(&two_dc(
+        4,
+        "",
+        "[[flows]]\nname = \"cross\"\ncount = 2\npath = [\"b.border->a.border#3\"]\nrtt_us = 300\n",
+    ))
+    .unwrap();
+    let r = run(&sc, CcKind::Dctcp).unwrap();
+    let delivered: f64 = r.flows.iter().map(|f| f.delivered_mb * 1e6).sum();
+    for q in r.queues.iter().filter(|q| q.name.contains(".border->")) {
+        if q.name == "b.border->a.border#3" {
+            assert!(q.utilization > 0.9, "{}: {}", q.name, q.utilization);
+        } else {
+            assert_eq!(q.utilization, 0.0, "{}", q.name);
+        }
+    }
+    assert!(delivered > 0.9 * 1e9 / 8.0 * 0.1, "the link's rate for the run: {delivered} B");
+    assert!(r.flows.iter().all(|f| f.rtt_us == 300.0 && f.hosts.is_none()));
+    // One packet alone: done in its rtt_us plus two serializations (the
+    // sender's NIC and the link, 12 µs each) and up to one of jitter, not
+    // the link's 2 x 100 µs more.
+    let probe = Scenario::from_toml(&two_dc(4, "", "[[flows]]\nname = \"probe\"\npath = [\"b.border->a.border#3\"]\nrtt_us = 300\nsize_kb = 1.5\n")).unwrap();
+    let fct_us = run(&probe, CcKind::Dctcp).unwrap().flows[0].fct_ms.unwrap() * 1e3;
+    assert!((324.0..=337.0).contains(&fct_us), "one packet in {fct_us} us");
+}
+
+#[test]
+fn two_dc_scenarios_refuse_bad_input() {
+    let pinned = |path: &str, rtt: &str| format!("[[flows]]\nname = \"p\"\npath = {path}\nrtt_us = {rtt}\n");
+    let ok = "[[flows]]\nname = \"x\"\nsrc = \"a.0\"\ndst = \"b.1\"\n";
+    let bad = [
+        (two_dc(4, "", &pinned("[\"b.border->a.border#4\"]", "300")), "flows.p.path: no link \"b.border->a.border#4\""),
+        (two_dc(4, "", &pinned("[\"a.sw->a.border\", \"b.border->a.border#0\"]", "300")), "does not start where the link before it ends"),
+        (two_dc(4, "", &pinned("[\"b.border->a.border#0\"]", "150")), "less than twice its links' delays"),
+        (two_dc(4, "", &pinned("[\"b.border->a.border#0\"]", "300").replace("rtt_us", "src = \"a.0\"\nrtt_us")), "pinned to links (path) has no src"),
+        (two_dc(4, "fail = [{ link = \"border1\", from_ms = 20, until_ms = 10 }]", ok), "until_ms must be after from_ms"),
+        (two_dc(4, "fail = [{ link = \"border9\" }]", ok), "no link \"border9\""),
+        (two_dc(4, "", ok).replace("hosts_per_dc = 2", "hosts_per_dc = 0"), "hosts_per_dc must be within 1..=256"),
+        (two_dc(4, "", ok).replace("hosts_per_dc = 2", "k = 4"), "topology.k is a fat tree's arity"),
+        (two_dc(4, "", &ok.replace("b.1", "b.2")), "hosts of DC b are b.0 .. b.1"),
+        (two_dc(4, "report = [\"a.sw->a.7\"]", ok), "topology.report: no link"),
+    ];
+    for (text, want) in bad {
+        let e = Scenario::from_toml(&text).unwrap_err();
+        assert!(format!("{e:#}").contains(want), "want {want:?}, got: {e:#}");
+    }
+    Scenario::from_toml(&two_dc(4, "report = [\"a.sw->a.1\"]", &(ok.to_string() + &pinned("[\"b.sw->b.border\", \"border0\"]", "300").replace("border0", "b.border->a.border#0")))).unwrap();
+}
+
+/// After a long black hole (six timeouts) heals: with Linux's backoff
+/// (`rto_backoff = "timer"`) the flow is back at the line rate within a few
+/// RTTs of its next timeout; with the smoothed RTT doubled at every timeout
+/// (`"srtt"`) its pacing rate (cwnd / srtt) keeps it at a trickle.
+#[test]
+fn linux_rto_backoff_resumes_at_pace_after_a_heal() {
+    let flow = "[[flows]]\nname = \"x\"\npairs = [\"a.0>b.1\"]\n";
+    let text = two_dc(1, "fail = [{ link = \"border0\", from_ms = 20, until_ms = 60 }]", flow)
+        .replace("duration_ms = 100", "duration_ms = 150\nmin_rto_us = 1000\nwindow_pacing_gain = 1.0");
+    let after_heal = |backoff: &str| {
+        let sc = Scenario::from_toml(&text.replace("rto_backoff = \"timer\"", &format!("rto_backoff = \"{backoff}\""))).unwrap();
+        let r = run(&sc, CcKind::Dctcp).unwrap();
+        assert!(r.flows[0].rtos >= 5, "{backoff}: {} timeouts", r.flows[0].rtos);
+        delivered_between(&r, 0, 120, 150)
+    };
+    let (timer, srtt) = (after_heal("timer"), after_heal("srtt"));
+    assert!(timer > 3_000_000, "timer: {timer} B in 30 ms at 1 Gbit/s");
+    assert!(srtt * 10 < timer, "srtt: {srtt} B vs timer {timer} B");
 }

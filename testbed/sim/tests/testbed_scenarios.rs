@@ -211,3 +211,123 @@ fn uno_is_rtt_fair_when_shares_are_several_packets() {
     dc.insert("uplink_rate_mbit".into(), toml::Value::Integer(800));
     assert_uno_shares(tb.points("a-rtt-fairness", &dir).unwrap(), "inter_intra_ratio=4", 0.97, 0.8..=1.25);
 }
+
+/// Scenario (h) in the model: four WAN paths as the routed `two_dc`
+/// network, the testbed's ports and RTTs, the black hole on dc2br's wan2
+/// from 6 to 14 s, the cross traffic pinned to dc2br's wan3, and per sweep
+/// point the load balancer that moves flows as the hosts do.
+#[test]
+fn scenario_h_is_the_routed_model_of_four_wan_paths() {
+    use xdcc_sim::scenario::{LbSpec, RtoBackoff};
+    use xdcc_sim::topology::TopologyKind;
+    let ps = points("h-wan-multipath");
+    let lb = |label: &str| {
+        let sc = point(&ps, "dctcp", label);
+        sc.flows.iter().find(|f| f.name == "inter:long:dc2h1>dc1h1").unwrap().lb.clone().unwrap()
+    };
+    assert_eq!(lb("reroute=single"), LbSpec::Ecmp);
+    assert_eq!(lb("reroute=rto"), LbSpec::Plb { congested_frac: 0.5, congested_rounds: 0, move_on_nack: false, min_move_interval_us: 0.0 });
+    assert_eq!(lb("reroute=agent"), LbSpec::Plb { congested_frac: 0.5, congested_rounds: 12, move_on_nack: false, min_move_interval_us: 20_000.0 });
+    let sc = point(&ps, "dctcp", "reroute=single");
+    assert!(sc.queues.is_empty());
+    assert_eq!(sc.rto_backoff, RtoBackoff::Timer);
+    let t = sc.topology.as_ref().unwrap();
+    assert_eq!((t.kind, t.hosts_per_dc, t.border_links), (TopologyKind::TwoDc, Some(4), 4));
+    // 4 ms intra-DC: a quarter per host link; 20 ms inter-DC: the rest on the WAN path.
+    assert_eq!((t.hop_latency_us, t.uplink_latency_us, t.border_latency_us), (1000.0, Some(0.0), 8000.0));
+    assert_eq!((t.link_rate_gbps, t.uplink_rate_gbps, t.border_rate_gbps), (0.05, Some(0.2), Some(0.01)));
+    // dc-gemini on the WAN path: K = 50 packets per Gbit/s at 20 x 10 Mbit/s.
+    assert_eq!(t.border_marking, Some(Marking::Threshold { k_pkts: 10.0 }));
+    assert_eq!(t.fail.len(), 1);
+    assert_eq!((t.fail[0].link.as_str(), t.fail[0].from_ms, t.fail[0].until_ms), ("b.border->a.border#2", 6000.0, Some(14000.0)));
+    let long = sc.flows.iter().find(|f| f.name == "inter:long:dc2h1>dc1h1").unwrap();
+    assert_eq!((long.count, long.pairs.len(), long.pairs[0].as_str(), long.host_rate_gbps), (8, 8, "b.0>a.0", Some(0.05)));
+    let cross = sc.flows.iter().find(|f| f.name.starts_with("inter:cross:")).unwrap();
+    assert_eq!((cross.count, cross.path.as_slice(), cross.rtt_us), (4, &["b.border->a.border#3".to_string()][..], 16000.0));
+    assert_eq!((cross.start_ms, cross.stop_ms, cross.cc.as_deref()), (14000.0, None, None));
+    let p = ps.iter().find(|p| p.label == "reroute=single").unwrap();
+    let ports: Vec<(&str, &str)> = p.ports.iter().map(|(l, n)| (l.as_str(), n.as_str())).collect();
+    assert_eq!(
+        ports,
+        [
+            ("b.border->a.border#2", "dc2br:wan2"),
+            ("b.border->a.border#0", "dc2br:wan0"),
+            ("b.border->a.border#1", "dc2br:wan1"),
+            ("b.border->a.border#3", "dc2br:wan3")
+        ]
+    );
+    assert_eq!(p.events.len(), 2);
+}
+
+/// The claim scenario (h) checks, in the model (3 seeds, the runner's
+/// count): while wan2 is a black hole, flows that never change path stay
+/// stuck on it (some seed hashes one there); moving on RTOs (Linux's
+/// default) or with the agent's PLB leaves none stuck, the live paths
+/// carrying them. Once wan2 heals, the stuck flows' next timeout finds it
+/// again.
+#[test]
+fn scenario_h_strands_flows_only_without_rerouting() {
+    let preds = predict(&points("h-wan-multipath"), 3).unwrap();
+    let m = |label: &str, k: &str| preds.iter().find(|p| p.label == label).unwrap().metrics.get(k).unwrap_or_else(|| panic!("{label}: no {k}")).0;
+    assert!(m("reroute=single", "phase 6-14 s stuck") > 0.0);
+    for label in ["reroute=rto", "reroute=agent"] {
+        assert_eq!(m(label, "phase 6-14 s stuck"), 0.0, "{label}");
+        assert!(m(label, "phase 6-14 s util dc2br:wan1") > 0.9, "{label}: the live paths carry the moved flows");
+    }
+    for p in &preds {
+        assert_eq!(m(&p.label, "phase 6-14 s util dc2br:wan2"), 0.0, "{}: the black hole carries nothing", p.label);
+        assert_eq!(m(&p.label, "phase 0-6 s stuck"), 0.0, "{}", p.label);
+        assert!(m(&p.label, "phase 14-24 s util dc2br:wan3") > 0.9, "{}: the cross traffic fills wan3", p.label);
+    }
+    assert_eq!(m("reroute=single", "phase 14-24 s stuck"), 0.0, "healed: the stuck flows' next RTO gets through");
+}
+
+#[test]
+fn bad_wan_events_and_cross_traffic_are_one_clear_error() {
+    let dir = std::env::temp_dir().join(format!("xdcc-sim-tb-wan-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    std::fs::create_dir_all(dir.join("topologies")).unwrap();
+    std::fs::copy(testbed_dir().join("topologies/two-dc.toml"), dir.join("topologies/two-dc.toml")).unwrap();
+    // (`top`: top-level keys; `body`: after the [[long]] table's keys.)
+    let with = |top: &str, body: &str| {
+        let p = dir.join("scenarios/bad.toml");
+        std::fs::write(&p, format!("ccs = [\"dctcp\"]\nbottleneck = \"dc2br:wan1\"\nduration_s = 20\n{top}[net]\nwan_paths = 2\n[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\n{body}")).unwrap();
+        let (tb, d) = match TestbedScenario::from_file(&p) {
+            Ok(x) => x,
+            Err(e) => return format!("{e:#}"),
+        };
+        match tb.points("bad", &d) {
+            Ok(_) => "accepted".to_string(),
+            Err(e) => format!("{e:#}"),
+        }
+    };
+    let case = |body: &str| with("", body);
+    let event = |at: &str, link: &str, action: &str| format!("[[events]]\nat_s = {at}\nlink = \"{link}\"\naction = \"{action}\"\n");
+    assert_eq!(case(&(event("8", "wan1", "heal") + &event("2", "wan1", "blackhole"))), "accepted", "events in time order");
+    assert!(case(&event("2", "wan1", "heal")).contains("wan1 is not black-holed"));
+    assert!(case(&(event("2", "wan0", "blackhole") + &event("3", "wan0", "blackhole"))).contains("wan0 is already black-holed"));
+    assert!(case(&event("2", "wan2", "blackhole")).contains("link 'wan2' is not a WAN path (wan0..wan1)"));
+    assert!(case(&event("20", "wan0", "blackhole")).contains("at_s must lie within [0, duration_s)"));
+    assert!(case(&event("2", "wan0", "drop")).contains("unknown variant `drop`"));
+    assert!(case(&(event("2", "wan0", "blackhole") + "[net.wan]\nborder_profile = \"wan-uno-loss-setup1\"\n")).contains("replaces the WAN port's netem loss"));
+    assert!(case("[[cross]]\nlink = \"wan1\"\nstart_s = 5\nstop_s = 30\n").contains("[[cross]] #1: needs 0 <= start_s < stop_s <= duration_s"));
+    assert!(case("[[cross]]\nlink = \"wan1\"\nflows = 0\n").contains("[[cross]] #1: flows must be within 1..=64"));
+    assert!(case("[[cross]]\nlink = \"wan1\"\ncc = \"warp\"\n").contains("unknown CC 'warp'"));
+    assert!(case("[[cross]]\nlink = \"wan1\"\ncolour = 1\n").contains("unknown field `colour`"));
+    assert!(case("flows = 0\n").contains("[[long]] #1: flows (connections from each sender) must be within 1..=64"));
+    assert!(with("reroute = \"sometimes\"\n", "").contains("unknown variant `sometimes`"));
+    assert!(with("", "[sweep]\nkey = \"reroute\"\nvalues = [\"rto\", \"never\"]\n").contains("[sweep] reroute: \"never\" is not one of single, rto, agent"));
+    assert_eq!(with("reroute = \"single\"\n", "flows = 3\n"), "accepted");
+    assert!(with("monitor = [\"dc2br:wan7\"]\n", "").contains("port 'dc2br:wan7': link 'wan7' is not a WAN path (wan0..wan1)"));
+    assert!(with("monitor = [\"dc3sw:h1\"]\n", "").contains("port 'dc3sw:h1': not a port of the testbed's network"));
+    // A kernel CC's cross traffic is modelled as DCTCP, and said so.
+    let p = dir.join("scenarios/cubic.toml");
+    std::fs::write(&p, "ccs = [\"uno\"]\nbottleneck = \"dc2br:wan1\"\n[net]\nwan_paths = 2\n[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\nflows = 2\n[[cross]]\nlink = \"wan1\"\ncc = \"cubic\"\n").unwrap();
+    let (tb, d) = TestbedScenario::from_file(&p).unwrap();
+    let pt = tb.points("cubic", &d).unwrap().remove(0);
+    assert!(pt.notes.iter().any(|n| n.contains("cubic is a kernel CC without a model, modelled as dctcp")), "{:?}", pt.notes);
+    let sc = pt.scenario.unwrap();
+    assert_eq!(sc.flows.iter().find(|f| f.name.contains(":cross:")).unwrap().cc.as_deref(), Some("dctcp"));
+    assert_eq!(sc.flows.iter().find(|f| f.name.contains(":long:")).unwrap().count, 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
