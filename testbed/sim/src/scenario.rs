@@ -389,6 +389,16 @@ pub struct FlowSpec {
     /// `params = { init_bdp_q16 = 32768 }` to start a group at half a BDP.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, u64>,
+    /// ECN-capable (default). `false`: a sender that does not negotiate
+    /// ECN (e.g. cubic with Linux's default `tcp_ecn`): queues count its
+    /// packets and never mark them, as the testbed's eBPF markers do (a RED
+    /// qdisc would drop them early instead; not modelled).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub ect: bool,
+}
+
+fn is_true(v: &bool) -> bool {
+    *v
 }
 
 fn one_u32() -> u32 {

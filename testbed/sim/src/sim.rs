@@ -427,6 +427,8 @@ pub(crate) struct Flow {
     /// Routed flows (None: the fixed `path`).
     routed: Option<Routed>,
     ec: Option<FlowEc>,
+    /// ECN-capable: queues may mark its packets (`FlowSpec::ect`).
+    ect: bool,
     /// RACK (RFC 8985): the send time and RTT of the most recently sent
     /// packet acknowledged, whether the flow has seen reordering, its
     /// minimum RTT, its last RTO, its armed reordering timer.
@@ -743,6 +745,7 @@ impl Sim {
                     params: pi,
                     cc: None,
                     path: path.clone(),
+                    ect: g.ect,
                     hop_delay_ns,
                     ack_delay_ns,
                     last_ack_arrival_ns: 0,
@@ -1075,6 +1078,7 @@ impl Sim {
     fn queue_arrive(&mut self, qi: u16, mut p: Pkt) {
         let now = self.now;
         let mtu = self.mtu;
+        let ect = self.flows[p.flow as usize].ect;
         let q = &mut self.queues[qi as usize];
         if q.fail.iter().any(|&(from, until)| now >= from && until.map_or(true, |u| now < u)) {
             q.drops += 1;
@@ -1100,7 +1104,8 @@ impl Sim {
             q.drops += 1;
             return;
         }
-        if q.mark(now, p.size, mtu, &mut self.rng) {
+        // (A packet that is not ECN-capable still fills a phantom queue.)
+        if q.mark(now, p.size, mtu, &mut self.rng) && ect {
             if !p.ce {
                 q.marks += 1;
             }

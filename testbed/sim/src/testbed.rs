@@ -720,13 +720,19 @@ impl TestbedScenario {
         if !(1..=64).contains(&c.flows) {
             bail!("{at}: flows must be within 1..=64");
         }
-        let cc = match c.cc.as_deref() {
-            None => None,
-            Some(x) if x == run_cc => None,
-            Some(x) if CcKind::parse(x).is_ok() => Some(x.to_string()),
+        // A kernel CC does not negotiate ECN (the routers keep Linux's
+        // `tcp_ecn = 2`), so its packets are never marked: without marks
+        // DCTCP halves its window once per loss, as Reno does.
+        let (cc, ect) = match c.cc.as_deref() {
+            None => (None, true),
+            Some(x) if x == run_cc => (None, true),
+            Some(x) if CcKind::parse(x).is_ok() => (Some(x.to_string()), true),
             Some(x) if KERNEL_CCS.contains(&x) => {
-                notes.push(format!("cross traffic on {}: {x} is a kernel CC without a model, modelled as dctcp", c.link));
-                Some("dctcp".to_string()).filter(|d| d != run_cc)
+                notes.push(format!(
+                    "cross traffic on {}: {x} is a kernel CC without a model, modelled as dctcp without ECN (Reno on loss)",
+                    c.link
+                ));
+                (Some("dctcp".to_string()).filter(|d| d != run_cc), false)
             }
             Some(x) => bail!("{at}: unknown CC '{x}'"),
         };
@@ -748,6 +754,7 @@ impl TestbedScenario {
             tm: None,
             lb: None,
             ec: None,
+            ect,
         })
     }
 }
@@ -970,6 +977,7 @@ impl<'a> Net<'a> {
             tm: None,
             lb,
             ec: None,
+            ect: true,
         })
     }
 

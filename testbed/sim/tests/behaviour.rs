@@ -551,3 +551,20 @@ fn learned_host_delay_raises_utilization_under_end_host_delay() {
         assert!(u_on >= gain * u_off, "{kind:?}: {u_on:.3} with the host delay vs {u_off:.3} without (want x{gain})");
     }
 }
+
+#[test]
+fn a_sender_without_ecn_is_never_marked_and_fills_the_buffer() {
+    // `ect = false` (a cubic sender that never negotiated ECN, as the
+    // testbed's cross traffic): the marking port counts its packets but
+    // marks none, so DCTCP without marks backs off on loss only and the
+    // queue reaches the buffer, far above K.
+    let mut sc = scenario("dctcp-2to1");
+    let (ect, not) = (run(&sc, CcKind::Dctcp).unwrap(), {
+        sc.flows[0].ect = false;
+        run(&sc, CcKind::Dctcp).unwrap()
+    });
+    let k_kb = 65.0 * 1.5;
+    assert!(ect.queues[0].marks > 0 && ect.queues[0].p99_qlen_kb <= k_kb + 15.0, "{}", show(&ect));
+    assert_eq!(not.queues[0].marks, 0, "{}", show(&not));
+    assert!(not.queues[0].drops > 0 && not.queues[0].p99_qlen_kb >= 5.0 * k_kb, "{}", show(&not));
+}

@@ -245,6 +245,7 @@ fn scenario_h_is_the_routed_model_of_four_wan_paths() {
     let cross = sc.flows.iter().find(|f| f.name.starts_with("inter:cross:")).unwrap();
     assert_eq!((cross.count, cross.path.as_slice(), cross.rtt_us), (4, &["b.border->a.border#3".to_string()][..], 16000.0));
     assert_eq!((cross.start_ms, cross.stop_ms, cross.cc.as_deref()), (14000.0, None, None));
+    assert!(!cross.ect, "cubic cross traffic does not negotiate ECN: modelled as DCTCP that is never marked");
     let p = ps.iter().find(|p| p.label == "reroute=single").unwrap();
     let ports: Vec<(&str, &str)> = p.ports.iter().map(|(l, n)| (l.as_str(), n.as_str())).collect();
     assert_eq!(
@@ -280,6 +281,11 @@ fn scenario_h_strands_flows_only_without_rerouting() {
         assert!(m(&p.label, "phase 14-24 s util dc2br:wan3") > 0.9, "{}: the cross traffic fills wan3", p.label);
     }
     assert_eq!(m("reroute=single", "phase 14-24 s stuck"), 0.0, "healed: the stuck flows' next RTO gets through");
+    // wan3 full of cross traffic that ignores marks: its DCTCP flows see
+    // every round congested, and only PLB's congestion moves take them off
+    // it (RTOs do not happen there).
+    let (agent, rto) = (m("reroute=agent", "phase 14-24 s long_mbps"), m("reroute=rto", "phase 14-24 s long_mbps"));
+    assert!(agent > rto + 3.0, "agent {agent:.1} against rto {rto:.1} Mbit/s with wan3 congested");
 }
 
 #[test]
