@@ -4,7 +4,7 @@
 
 use xdcc_algo::fixed::ONE;
 use xdcc_algo::presets::{for_each_preset_tunable, PRESETS};
-use xdcc_algo::{gemini, uno, AckSample, CongestionControl, FlowInit, NetConfig, Tunables};
+use xdcc_algo::{gemini, oscar, uno, AckSample, CongestionControl, FlowInit, NetConfig, Tunables};
 
 const NETS: [NetConfig; 3] = [NetConfig::LINUX_DEFAULT, NetConfig::UNO_PAPER, NetConfig::GEMINI_TESTBED];
 const T0: u64 = 1_000_000_000;
@@ -43,6 +43,9 @@ fn every_preset_names_real_tunables_and_fits_every_network() {
                 "gemini" => {
                     with_preset::<gemini::Params>(cc, name, n);
                 }
+                "oscar" => {
+                    with_preset::<oscar::Params>(cc, name, n);
+                }
                 other => panic!("a preset for {other}: add it here"),
             }
         }
@@ -63,6 +66,20 @@ fn paper_undoes_the_artifact_preset() {
         for_each_preset_tunable("uno", "paper", &n, |k, v| u.set_unchecked(k, v).unwrap());
         assert_eq!(u, uno::Params::from_net(&n), "paper undoes {name}");
     }
+}
+
+/// OSCAR's `real-host`: a target queue of 1.5 intra-DC RTTs instead of
+/// half of one (D_target 2.5 RTTs instead of 1.5), and `paper` undoes it.
+#[test]
+fn oscar_real_host_targets_a_queue_above_the_hosts_delay_noise() {
+    let n = NetConfig { link_rate_bps: 3_000_000_000, intra_rtt_ns: 71_000, inter_rtt_ns: 4_000_000, mtu: 1500 };
+    let paper = oscar::Params::from_net(&n);
+    let mut host: oscar::Params = with_preset("oscar", "real-host", &n);
+    assert_eq!(paper.target_qdelay_ns, 35_500);
+    assert_eq!(host.target_qdelay_ns, 106_500);
+    assert_eq!(oscar::Params { target_qdelay_ns: paper.target_qdelay_ns, ..host }, paper, "nothing else changes");
+    for_each_preset_tunable("oscar", "paper", &n, |k, v| host.set_unchecked(k, v).unwrap());
+    assert_eq!(host, paper);
 }
 
 /// `real-host`: on a pipe of a few packets (1 Gbit/s, 40 µs) the paper's α
