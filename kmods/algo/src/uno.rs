@@ -163,10 +163,14 @@
 //!   CPUs saturated (perf: testbed/RESULTS.md). Unpaced there: 4 flows
 //!   99.4 % of 1 Gbit/s and 90.3 % of 3 Gbit/s, against 87.3 and 83.2 %
 //!   paced in the same session (bench/realspeed.sh --set
-//!   bpf_uno:unpaced_at_line_rate=1). Not the default nor yet in the
-//!   `real-host` preset: beside realspeed-incast's long flow (then at
-//!   99 % instead of 88 %) the 16 short flows took 11.9–20.1 ms against
-//!   9.6–12.6 paced (three and two runs).
+//!   bpf_uno:unpaced_at_line_rate=1; those paced numbers are without the
+//!   `real-host` preset's fast increase, with which paced UnoCC holds
+//!   89.8–90.5 % of 3 Gbit/s). Not the default nor in the preset: it takes
+//!   a 1 Gbit/s port to 98–99 % with 96–97 % of packets marked, because at
+//!   a 20–30 µs RTT the kernel's 2-packet floor window already sends
+//!   ~0.93 Gbit/s and no window can keep the phantom queue's headroom
+//!   (beside realspeed-incast's long flow the short flows took 11.1–20.1 ms
+//!   unpaced against 9.6–16.3 paced, six and five runs).
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, mul_sat, ratio_q16, sat_u32, ONE, SHIFT};
 use super::host::HostDelay;
