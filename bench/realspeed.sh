@@ -31,16 +31,21 @@
 # marked CE. --phantom-feed link feeds UnoCC's phantom queue with what the
 # port transmits instead of what enters it (`xdcc mark-phantom --feed`).
 #   bench/realspeed.sh [--rate-mbit R] [--secs S] [--flows N] [--cc a,b,..]
+#                      [--real-host] [--preset cc:name ...]
 #                      [--set cc:knob=value ...] [--no-marker] [--trace DIR]
 #                      [--phantom-feed enqueue|link] [--json FILE]
-# --set applies a tunable after the defaults (repeatable), --trace keeps
+# --preset cc:name applies a tunable preset (`xdcc tunable preset`, e.g.
+# bpf_oscar:real-host) after the paper's defaults and before --set
+# (repeatable; --real-host: the `real-host` preset of every CC that has one,
+# as the host backend's real-speed files run them), --set applies a tunable
+# after the defaults (repeatable), --trace keeps
 # sender s1's TCP counters over each run (nstat: recoveries, undos) and
 # per-100 ms samples of ss -tin and xdcc flows per CC in DIR, --json writes
 # the table as {cc: {util_pct, rtt_ms, ...}} (userspace/tests/realspeed.sh).
 # Root. Numbers, not assertions.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rate=1000 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() feed=enqueue
+rate=1000 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() presets=() real_host=0 feed=enqueue
 while (($#)); do
     case $1 in
         --rate-mbit) rate=$2; shift 2 ;;
@@ -48,6 +53,8 @@ while (($#)); do
         --flows) flows=$2; shift 2 ;;
         --cc) ccs=${2//,/ }; shift 2 ;;
         --set) sets+=("$2"); shift 2 ;;
+        --preset) presets+=("$2"); shift 2 ;;
+        --real-host) real_host=1; shift ;;
         --no-marker) marker=0; shift ;;
         --phantom-feed) feed=$2; shift 2 ;;
         --trace) trace=$2; shift 2 ;;
@@ -119,6 +126,12 @@ for cc in $ccs; do
     "$X" tunable set "$cc" net_link_rate_mbps "$rate" >/dev/null
     "$X" tunable set "$cc" net_intra_rtt_us "$base_rtt_us" >/dev/null
     "$X" tunable preset "$cc" paper >/dev/null 2>&1 || true
+    if ((real_host)) && "$X" tunable preset "$cc" 2>/dev/null | grep -qw real-host; then
+        "$X" tunable preset "$cc" real-host >/dev/null
+    fi
+done
+for p in "${presets[@]}"; do
+    "$X" tunable preset "${p%%:*}" "${p#*:}" >/dev/null
 done
 for s in "${sets[@]}"; do
     cc=${s%%:*} kv=${s#*:}

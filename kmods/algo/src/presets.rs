@@ -50,8 +50,9 @@
 //! flows into a 3 Gbit/s port (`bench/realspeed.sh --rate-mbit 3000`,
 //! 2026-11-27): the paper's target (35 µs) held the port at 89.9–93.5 %
 //! (8 runs, 4.3–4.4 s of CPU per GB, 700–850 retransmissions); 1.5 × the
-//! 71 µs RTT (106 µs) at 98.1–99.0 % in five runs of six (one at 84.9 %),
-//! queues 14–94 kB (cubic's: 1,890 kB), 2.9–3.0 s per GB; at 1 Gbit/s
+//! 71 µs RTT (106 µs) at 98.1–99.0 % in five runs of six (one at 84.9 %;
+//! over 17 runs of 99–106.5 µs: median 98.1 %, 14 at ≥ 95 %), queues
+//! 14–94 kB (cubic's: 1,890 kB), 2.9–3.0 s per GB; at 1 Gbit/s
 //! 99.1–99.6 % with 36–39 kB of queue, as the paper's target (99.7–99.8 %,
 //! 41–47 kB), and a lone flow 92.6–97.4 % against 93.4–96.8 %. Tried and dropped as the default: a target that
 //! follows the learned host delay (it also holds the queue's variation
