@@ -102,13 +102,16 @@ fn amrt_scenarios_mark_from_the_first_hop() {
     assert_eq!(point(&ps, "amrt-q32", "").queues[0].buffer_kb, 48.0, "32 packets, dc-amrt-deep");
 }
 
-#[test]
-fn a_bad_testbed_scenario_is_one_clear_error() {
-    let dir = std::env::temp_dir().join(format!("xdcc-sim-tb-{}", std::process::id()));
+/// A scratch testbed directory (`tag` keeps tests apart) with the shipped
+/// topology, and a function that loads a scenario text in it and returns
+/// "accepted" or the error the model gives.
+fn scenario_checker(tag: &str) -> (std::path::PathBuf, impl Fn(&str) -> String) {
+    let dir = std::env::temp_dir().join(format!("xdcc-sim-tb-{tag}{}", std::process::id()));
     std::fs::create_dir_all(dir.join("scenarios")).unwrap();
     std::fs::create_dir_all(dir.join("topologies")).unwrap();
     std::fs::copy(testbed_dir().join("topologies/two-dc.toml"), dir.join("topologies/two-dc.toml")).unwrap();
-    let case = |body: &str| {
+    let scratch = dir.clone();
+    (scratch, move |body: &str| {
         let p = dir.join("scenarios/bad.toml");
         std::fs::write(&p, body).unwrap();
         let (tb, d) = match TestbedScenario::from_file(&p) {
@@ -119,7 +122,12 @@ fn a_bad_testbed_scenario_is_one_clear_error() {
             Ok(_) => "accepted".to_string(),
             Err(e) => format!("{e:#}"),
         }
-    };
+    })
+}
+
+#[test]
+fn a_bad_testbed_scenario_is_one_clear_error() {
+    let (dir, case) = scenario_checker("");
     let base = "ccs = [\"gemini\"]\nbottleneck = \"dc1sw:h1\"\n";
     assert!(case(&format!("{base}[[long]]\nfrom = [\"dc1h9\"]\nto = \"dc1h1\"\n")).contains("no host 'dc1h9'"));
     assert!(case(&format!("{base}colour = 1\n")).contains("unknown field `colour`"));
@@ -290,22 +298,10 @@ fn scenario_h_strands_flows_only_without_rerouting() {
 
 #[test]
 fn bad_wan_events_and_cross_traffic_are_one_clear_error() {
-    let dir = std::env::temp_dir().join(format!("xdcc-sim-tb-wan-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
-    std::fs::create_dir_all(dir.join("topologies")).unwrap();
-    std::fs::copy(testbed_dir().join("topologies/two-dc.toml"), dir.join("topologies/two-dc.toml")).unwrap();
+    let (dir, check) = scenario_checker("wan-");
     // (`top`: top-level keys; `body`: after the [[long]] table's keys.)
     let with = |top: &str, body: &str| {
-        let p = dir.join("scenarios/bad.toml");
-        std::fs::write(&p, format!("ccs = [\"dctcp\"]\nbottleneck = \"dc2br:wan1\"\nduration_s = 20\n{top}[net]\nwan_paths = 2\n[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\n{body}")).unwrap();
-        let (tb, d) = match TestbedScenario::from_file(&p) {
-            Ok(x) => x,
-            Err(e) => return format!("{e:#}"),
-        };
-        match tb.points("bad", &d) {
-            Ok(_) => "accepted".to_string(),
-            Err(e) => format!("{e:#}"),
-        }
+        check(&format!("ccs = [\"dctcp\"]\nbottleneck = \"dc2br:wan1\"\nduration_s = 20\n{top}[net]\nwan_paths = 2\n[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\n{body}"))
     };
     let case = |body: &str| with("", body);
     let event = |at: &str, link: &str, action: &str| format!("[[events]]\nat_s = {at}\nlink = \"{link}\"\naction = \"{action}\"\n");
