@@ -344,7 +344,7 @@ mod tests {
         for (toml, key, word) in [
             ("[cc.nosuch]\n", "", "not an xdcc CC"),
             ("[cc.uno]\npreset = \"fast\"\n", "preset", "no preset `fast`"),
-            ("[cc.oscar]\npreset = \"paper\"\n", "preset", "known: none"),
+            ("[cc.smartt]\npreset = \"paper\"\n", "preset", "known: none"),
             ("[cc.uno.tunables]\nbogus = 1\n", "bogus", "not a tunable of uno"),
             ("[cc.uno.tunables]\nqa_beta_q16 = 99999999\n", "qa_beta_q16", "qa_beta_q16"),
             ("[cc.uno.tunables]\nnet_mtu = 9000\n", "net_mtu", "belongs in [cc.uno.net]"),
