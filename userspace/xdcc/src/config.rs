@@ -6,6 +6,7 @@
 //! socket = "/run/xdcc/agent.sock"    # root-only control socket
 //! metrics = "127.0.0.1:9877"         # Prometheus text; omit to disable
 //! retain_closed_secs = 300           # closed flows stay visible this long
+//! max_closed_flows = 25000           # ... but at most this many, the oldest go first
 //! [reroute]
 //! enabled = true
 //! congested_ecn_pct = 50             # a round is congested at >= 50 % ECE
@@ -30,6 +31,18 @@ use xdcc_common::{Config as BpfConfig, PATHS};
 pub const DEFAULT_SOCKET: &str = "/run/xdcc/agent.sock";
 pub const DEFAULT_CGROUP: &str = "/sys/fs/cgroup";
 pub const DEFAULT_METRICS: &str = "127.0.0.1:9877";
+/// How many closed flows' records the agent keeps at most (`max_closed_flows`).
+/// A record costs ~1.8 kB of RSS (`agent::tests::closed_flows_memory`), so
+/// 25,000 bound them at ~45 MB whatever the churn (a scrape of them all
+/// raises the peak to ~85 MB), where 40,000 cost 79 MB before the
+/// cap. It still holds twice the burst the CLOSED ring buffer absorbs
+/// (~13,000 records) and the 20,000 connections in 2 s that
+/// `userspace/tests/netns.sh churn` checks are all visible; at 300 s of
+/// retention it keeps every closed flow of a host closing up to ~80
+/// connections a second (beyond, the oldest go first and are counted).
+pub const DEFAULT_MAX_CLOSED_FLOWS: u64 = 25_000;
+/// The largest `max_closed_flows` accepted (~1.8 GB of records).
+pub const MAX_CLOSED_FLOWS_LIMIT: u64 = 1_000_000;
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -39,6 +52,9 @@ pub struct AgentConfig {
     pub socket: PathBuf,
     pub metrics: Option<String>,
     pub retain_closed_secs: u64,
+    /// At most this many closed flows are retained; beyond it the oldest
+    /// (by close time) are evicted first and counted.
+    pub max_closed_flows: u64,
     pub reroute: RerouteSettings,
     /// `xdcc apply`: the default CC (net.ipv4.tcp_congestion_control).
     pub default_cc: Option<String>,
@@ -94,6 +110,7 @@ impl Default for AgentConfig {
             socket: DEFAULT_SOCKET.into(),
             metrics: None,
             retain_closed_secs: 300,
+            max_closed_flows: DEFAULT_MAX_CLOSED_FLOWS,
             reroute: RerouteSettings::default(),
             default_cc: None,
             cc: Default::default(),
@@ -254,6 +271,11 @@ impl AgentConfig {
         if cfg.retain_closed_secs > 86_400 {
             return Err(at(None, "retain_closed_secs", "retain_closed_secs must be at most 86400".into()));
         }
+        if !(1..=MAX_CLOSED_FLOWS_LIMIT).contains(&cfg.max_closed_flows) {
+            // (0 is no "unlimited": the agent's memory is always bounded.)
+            let m = format!("max_closed_flows = {} is out of range (1..={MAX_CLOSED_FLOWS_LIMIT})", cfg.max_closed_flows);
+            return Err(at(None, "max_closed_flows", m));
+        }
         if let Err((cc, key, msg)) = crate::apply::desired_all(&cfg.cc) {
             // The key in [cc.X.tunables], [cc.X.net] or [cc.X]; else the section.
             let line = ["tunables", "net", ""]
@@ -345,6 +367,10 @@ mod tests {
         let b = c.reroute.to_bpf();
         assert_eq!((b.paths, b.congested_rounds, b.reroute_on_rto), (4, 5, 0));
         assert_eq!(RerouteSettings::from_bpf(&b), c.reroute);
+        assert_eq!(c.max_closed_flows, DEFAULT_MAX_CLOSED_FLOWS);
+        let c = AgentConfig::parse("max_closed_flows = 1\nretain_closed_secs = 60\n").unwrap();
+        assert_eq!((c.max_closed_flows, c.retain_closed_secs), (1, 60));
+        assert_eq!(AgentConfig::parse("max_closed_flows = 1000000\n").unwrap().max_closed_flows, 1_000_000);
     }
 
     #[test]
@@ -369,6 +395,10 @@ mod tests {
             ("[[policy]]\nprefix = \"fd00::/64\"\ncc = \"a-name-longer-than-15\"\n", "1: ", "not a congestion control"),
             ("[[policy]]\nprefix = \"fd00::/64\"\ncc = \"cubic\"\n[[policy]]\nprefix = \"fd00::/64\"\ncc = \"bbr\"\n", "4: ", "already entry #1"),
             ("[[policy]]\nprefix = \"10.0.0.0/8\"\ncc = \"cubic\"\nports = [80]\n", "4: ", "ports"),
+            ("metrics = \"127.0.0.1:9100\"\nmax_closed_flows = 0\n", "2: ", "max_closed_flows = 0 is out of range (1..=1000000)"),
+            ("\nmax_closed_flows = 1000001\n", "2: ", "max_closed_flows = 1000001 is out of range"),
+            ("max_closed_flows = -5\n", "1: ", "expected u64"),
+            ("max_closed_flows = \"many\"\n", "1: ", "expected u64"),
         ];
         for (text, line, word) in cases {
             let e = AgentConfig::parse(text).unwrap_err();

@@ -46,6 +46,11 @@ pub struct FlowView {
     /// another namespace) or "tcp_info" (no agent, or the flow predates it).
     pub source: String,
     pub age_ms: u64,
+    /// When the eBPF side saw the flow established (kernel ns; 0 for a row
+    /// from tcp_info alone): with the 4-tuple, which flow this is. Not part
+    /// of the JSON.
+    #[serde(skip)]
+    pub established_ns: u64,
     // bytes and segments
     pub bytes_sent: u64,
     pub bytes_acked: u64,
@@ -159,6 +164,7 @@ pub fn from_ebpf(key: &FlowKey, st: &FlowStats, sock: Option<&TcpSocket>, now_ns
         state: if st.closed_ns != 0 { "closed".into() } else { "established".into() },
         source: "ebpf".into(),
         age_ms: end.saturating_sub(st.established_ns) / 1_000_000,
+        established_ns: st.established_ns,
         bytes_sent: st.bytes_out,
         bytes_acked: st.bytes_acked,
         bytes_received: st.bytes_received,
@@ -232,6 +238,7 @@ pub fn from_socket(s: &TcpSocket) -> FlowView {
         pacing_rate_bps: s.pacing_rate.saturating_mul(8),
         last_reroute: "-".into(),
         age_ms: 0,
+        established_ns: 0,
         segs_out: 0,
         segs_in: 0,
         tc_bytes_out: 0,

@@ -17,7 +17,7 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use xdcc_common::Counters;
+use xdcc_common::{Counters, FlowKey, FlowStats};
 
 use crate::flows::{FlowView, RTT_LE_US};
 
@@ -126,32 +126,67 @@ impl EncodeMetric for RttHistograms {
 /// Per-CC totals accumulated over scrapes, so that they are counters
 /// (never decrease) although flows come and go: each flow adds what its
 /// counters grew since the previous scrape, its whole value when first
-/// seen (a 4-tuple reused by a new connection shows smaller values and is
-/// counted afresh). A closed flow adds its final values while the agent
-/// retains it (`retain_closed_secs`, 300 s by default): scrape more often
-/// than that and no byte is lost. Labels are the CC names only, a bounded
+/// seen. A flow is its 4-tuple and establishment time (a new connection on
+/// a reused 4-tuple is another flow); a socket seen in tcp_info alone has
+/// no establishment time, and one whose counters went down is taken for a
+/// new connection on its tuple. A closed flow adds its final values while
+/// the agent retains it, and when the agent forgets it (expired after
+/// `retain_closed_secs` or evicted by `max_closed_flows`) it adds what it
+/// had not yet counted first ([`Totals::settle`]): no byte is lost whether
+/// or how often anyone scrapes. Labels are the CC names only, a bounded
 /// set, never per-flow addresses.
 #[derive(Default)]
 pub struct Totals {
-    last: HashMap<(SocketAddr, SocketAddr), [u64; TOTALS]>,
+    /// What each flow had counted at the last scrape that saw it.
+    last: HashMap<FlowId, [u64; TOTALS]>,
     by_cc: BTreeMap<String, [u64; TOTALS]>,
 }
 
+/// A flow in [`Totals`]: local and remote address, establishment time (ns;
+/// 0 for a socket seen in tcp_info only).
+type FlowId = (SocketAddr, SocketAddr, u64);
+
 impl Totals {
+    /// Adds to `f`'s CC what `f` grew beyond what it counted before;
+    /// returns its id and what it has now counted. (An eBPF flow's counter
+    /// can read lower than before, e.g. its bytes sent and CC state come
+    /// from tcp_info while the socket lives and not once it closed: only
+    /// growth beyond the highest reading counts.)
+    fn count(&mut self, f: &FlowView) -> (FlowId, [u64; TOTALS]) {
+        let now = counter_values(f);
+        let id = (f.local, f.remote, f.established_ns);
+        let before = self.last.get(&id).copied().unwrap_or_default();
+        let restarted = f.established_ns == 0 && now.iter().zip(&before).any(|(n, b)| n < b);
+        let total = self.by_cc.entry(f.cc.clone()).or_default();
+        let mut counted = now;
+        for i in 0..TOTALS {
+            if restarted {
+                total[i] = total[i].saturating_add(now[i]);
+            } else {
+                total[i] = total[i].saturating_add(now[i].saturating_sub(before[i]));
+                counted[i] = now[i].max(before[i]);
+            }
+        }
+        (id, counted)
+    }
+
     fn update(&mut self, flows: &[FlowView]) {
         let mut seen = HashMap::with_capacity(flows.len());
         for f in flows {
-            let now = counter_values(f);
-            let key = (f.local, f.remote);
-            let before = self.last.get(&key).copied().unwrap_or_default();
-            let restarted = now.iter().zip(&before).any(|(n, b)| n < b);
-            let total = self.by_cc.entry(f.cc.clone()).or_default();
-            for i in 0..now.len() {
-                total[i] += if restarted { now[i] } else { now[i] - before[i] };
-            }
-            seen.insert(key, now);
+            let (id, counted) = self.count(f);
+            seen.insert(id, counted);
         }
         self.last = seen; // forgotten flows were counted up to their last values
+    }
+
+    /// Closed flows the agent forgets (expired or evicted): each adds what it
+    /// grew since the last scrape that saw it (all of it if none did), so
+    /// that the totals keep it after it is gone.
+    pub fn settle(&mut self, gone: &[(FlowKey, FlowStats)]) {
+        for (k, st) in gone {
+            let (id, _) = self.count(&crate::flows::from_ebpf(k, st, None, 0, 0));
+            self.last.remove(&id);
+        }
     }
 }
 
@@ -164,6 +199,8 @@ pub struct Scrape {
     pub counters: Counters,
     /// Each xdcc CC registered in the kernel: name, backend, tunables.
     pub ccs: Vec<RegisteredCc>,
+    /// Closed flows' records the agent's `max_closed_flows` cap evicted.
+    pub closed_flows_evicted: u64,
 }
 
 /// An xdcc CC registered in the kernel (`xdcc_cc_info`, `xdcc_cc_tunable`).
@@ -233,7 +270,7 @@ pub fn render(scrape: &Scrape, totals: &mut Totals) -> Result<String> {
     }
     reg.register("cc_open_flows", "open flows tracked by the agent", open_flows);
     reg.register("cc_cwnd_segments_mean", "mean congestion window of the open flows", cwnd);
-    let counters: [(&str, &str, u64); 7] = [
+    let counters: [(&str, &str, u64); 8] = [
         ("flows_opened", "flows the sock_ops program started tracking", c.flows_opened),
         ("flows_closed", "tracked flows that closed", c.flows_closed),
         ("reroutes", "flow moves to another path", c.reroutes),
@@ -241,6 +278,11 @@ pub fn render(scrape: &Scrape, totals: &mut Totals) -> Result<String> {
         ("untracked_packets", "TCP packets of flows not in the table", c.untracked_packets),
         ("flow_insert_failures", "flows the flow table could not take", c.insert_failures),
         ("closed_ring_full", "closed flows whose final record found the ring buffer full", c.closed_ring_full),
+        (
+            "closed_flows_evicted",
+            "closed flows the agent forgot before retain_closed_secs because it held max_closed_flows (their counts stay in the per-CC totals)",
+            scrape.closed_flows_evicted,
+        ),
     ];
     for (name, help, v) in counters {
         let ctr: Counter = Counter::default();
@@ -309,7 +351,7 @@ mod tests {
     fn a_scrape_renders_without_the_agent_counters_growing_across_scrapes() {
         let counters = Counters { flows_opened: 3, flows_closed: 1, reroutes: 2, ..Default::default() };
         let ccs = vec![RegisteredCc { cc: "bpf_uno".into(), backend: "bpf".into(), tunables: vec![("k_bytes".into(), 31_000)] }];
-        let mut scrape = Scrape { flows: vec![flow(1, "bpf_uno", 100), flow(2, "cubic", 7)], counters, ccs };
+        let mut scrape = Scrape { flows: vec![flow(1, "bpf_uno", 100), flow(2, "cubic", 7)], counters, ccs, closed_flows_evicted: 4 };
         let mut totals = Totals::default();
         render(&scrape, &mut totals).unwrap();
         scrape.flows[0].bytes_sent = 250;
@@ -322,6 +364,7 @@ mod tests {
         assert_eq!(line("xdcc_cc_open_flows{cc=\"bpf_uno\"}"), "xdcc_cc_open_flows{cc=\"bpf_uno\"} 1");
         assert_eq!(line("xdcc_flows_opened_total"), "xdcc_flows_opened_total 3");
         assert_eq!(line("xdcc_reroutes_total"), "xdcc_reroutes_total 2");
+        assert_eq!(line("xdcc_closed_flows_evicted_total"), "xdcc_closed_flows_evicted_total 4");
         assert!(om.ends_with("# EOF\n"));
     }
 
@@ -390,6 +433,39 @@ mod tests {
         assert_eq!(t.by_cc["bpf_uno"][0], 370);
         t.update(&[flow(3, "cubic", 5)]);
         assert_eq!((t.by_cc["bpf_uno"][0], t.by_cc["cubic"][0]), (370, 5));
+    }
+
+    #[test]
+    fn a_flow_counts_once_though_its_counters_read_lower_once_closed() {
+        // Open: tcp_info's bytes sent and the CC's own recoveries. Closed:
+        // the eBPF record, whose bytes sent are tc's (0 without interfaces)
+        // and which has no CC state. Before flows had an identity this read
+        // as a new connection on the tuple and counted everything twice.
+        let mut open = flow(1, "bpf_uno", 1000);
+        open.established_ns = 5;
+        open.bytes_acked = 900;
+        open.cc_state = Some(crate::sockdiag::CcState {
+            ecn_ok: true,
+            ce_state: false,
+            rtos: 1,
+            recoveries: 2,
+            idle_restarts: 0,
+            values: Vec::new(),
+        });
+        let mut closed = flow(1, "bpf_uno", 0);
+        (closed.established_ns, closed.bytes_acked, closed.state) = (5, 1500, "closed".into());
+        let mut t = Totals::default();
+        t.update(&[open]);
+        t.update(&[closed.clone()]);
+        t.update(&[closed]);
+        let v = t.by_cc["bpf_uno"];
+        let at = |name: &str| v[FLOW_COUNTERS.iter().position(|c| c.0 == name).unwrap()];
+        assert_eq!((at("cc_bytes_sent"), at("cc_bytes_acked"), at("cc_loss_recoveries"), at("cc_rtos")), (1000, 1500, 2, 1));
+        // A new connection on the same tuple is another flow.
+        let mut next = flow(1, "bpf_uno", 30);
+        next.established_ns = 9;
+        t.update(&[next]);
+        assert_eq!(t.by_cc["bpf_uno"][0], 1030);
     }
 }
 

@@ -24,6 +24,9 @@ pub struct AgentArgs {
     /// Keep closed flows visible this long.
     #[arg(long)]
     retain_closed_secs: Option<u64>,
+    /// Keep at most this many closed flows, the oldest going first (default: 25000).
+    #[arg(long, value_name = "N")]
+    max_closed_flows: Option<u64>,
     /// Start with rerouting off (telemetry only).
     #[arg(long)]
     no_reroute: bool,
@@ -46,6 +49,9 @@ pub fn run(a: AgentArgs, ctx: &super::Ctx) -> Result<()> {
     }
     if let Some(r) = a.retain_closed_secs {
         cfg.retain_closed_secs = r;
+    }
+    if let Some(n) = a.max_closed_flows {
+        cfg.max_closed_flows = n;
     }
     if a.no_reroute {
         cfg.reroute.enabled = false;

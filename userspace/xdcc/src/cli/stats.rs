@@ -27,6 +27,7 @@ fn print_stats(d: &serde_json::Value) {
         "interfaces",
         "flows_tracked",
         "flows_retained_closed",
+        "closed_flows_evicted",
         "flows_opened",
         "flows_closed",
         "reroutes",
