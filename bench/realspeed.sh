@@ -14,7 +14,8 @@
 #               a virtual queue that drains at the port's rate (a mirror of
 #               the port's queue)
 #   bpf_smartt  RED-like 20-80 % of the buffer on that mirror
-#   bpf_dctcp   the same at K = 65 packets/Gbit/s (the DCTCP paper's K)
+#   bpf_dctcp   the same at the DCTCP paper's K: 20 packets at 1 Gbit/s,
+#               65 at 10 Gbit/s (6.5 packets per Gbit/s, at least 20)
 #   bpf_oscar, cubic, bbr   no marking (OSCAR is delay-based)
 # Each CC is told the network (net_link_rate_mbps = RATE, net_intra_rtt_us =
 # the base RTT measured by ping through the idle path).
@@ -45,10 +46,11 @@
 # Root. Numbers, not assertions.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rate=1000 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() presets=() real_host=0 feed=enqueue
+rate=1000 nic="" secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() presets=() real_host=0 feed=enqueue
 while (($#)); do
     case $1 in
         --rate-mbit) rate=$2; shift 2 ;;
+        --nic-mbit) nic=$2; shift 2 ;;
         --secs) secs=$2; shift 2 ;;
         --flows) flows=$2; shift 2 ;;
         --cc) ccs=${2//,/ }; shift 2 ;;
@@ -64,6 +66,7 @@ while (($#)); do
     esac
 done
 [[ $rate =~ ^[0-9]+$ && $rate -ge 10 ]] || { echo "bench/realspeed.sh: --rate-mbit must be an integer >= 10" >&2; exit 2; }
+[[ -z $nic ]] || [[ $nic =~ ^[0-9]+$ && $nic -ge 0 && $nic -le 400000 ]] || { echo "bench/realspeed.sh: --nic-mbit must be an integer from 0 to 400000" >&2; exit 2; }
 [[ $secs =~ ^[0-9]+$ && $secs -ge 2 ]] || { echo "bench/realspeed.sh: --secs must be an integer >= 2" >&2; exit 2; }
 [[ $flows =~ ^[0-9]+$ && $flows -ge 1 && ( $flows == 1 || $((flows % 2)) == 0 ) ]] || { echo "bench/realspeed.sh: --flows must be 1 or an even integer >= 2" >&2; exit 2; }
 [[ $feed == enqueue || $feed == link ]] || { echo "bench/realspeed.sh: --phantom-feed is enqueue or link" >&2; exit 2; }
@@ -104,6 +107,15 @@ link d e0 r p0 3
 ip -n "$(N s1)" route add default via 10.77.1.2
 ip -n "$(N s2)" route add default via 10.77.2.2
 ip -n "$(N d)" route add default via 10.77.3.2
+# The senders' NICs: HTB at their rate on each sender's port (as a NIC
+# serializes; TCP's small-queue limit then holds a sender's excess at home),
+# and the markers count what those links deliver (--ingress-rate-mbit).
+if [[ -n $nic && $nic != 0 ]]; then
+    for n in s1 s2; do
+        tc -n "$(N $n)" qdisc add dev e0 root handle 1: htb default 1
+        tc -n "$(N $n)" class add dev e0 parent 1: classid 1:1 htb rate "${nic}mbit" ceil "${nic}mbit" burst 64k cburst 64k
+    done
+fi
 # The port: HTB at the line rate over a FIFO of 450 packets per Gbit/s (the
 # switch profiles' buffer; 675 kB at 1 Gbit/s).
 buf_pkts=$((rate * 450 / 1000)); ((buf_pkts >= 64)) || buf_pkts=64
@@ -170,10 +182,11 @@ run_marker() { # CC: the marker this CC's paper puts on the port
         bpf_uno) m=(mark-phantom --iface p0 --profile dc-uno-phantom --rate-mbit "$rate" --feed "$feed") ;;
         bpf_gemini) local k=$((rate * 75)); m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes $((k * 10)) --kmin-pct 10 --kmax-pct 11) ;;
         bpf_smartt) m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes "$size" --kmin-pct 20 --kmax-pct 80) ;;
-        bpf_dctcp) local k=$((rate * 65 * 1500 / 1000)); m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes $((k * 10)) --kmin-pct 10 --kmax-pct 11) ;;
+        bpf_dctcp) local k=$(( (rate * 65 / 10000 > 20 ? rate * 65 / 10000 : 20) * 1500 )); m=(mark-phantom --iface p0 --rate-mbit "$rate" --drain-pct 100 --size-bytes $((k * 10)) --kmin-pct 10 --kmax-pct 11) ;;
         *) return 0 ;;
     esac
     ((marker)) || return 0
+    [[ -z $nic ]] || m+=(--ingress-rate-mbit "$nic")
     ip netns exec "$(N r)" "$X" "${m[@]}" --duration $((secs + 1)) >"$work/marker.out" 2>&1 &
     mpid=$!; pids+=("$mpid")
     sleep 0.3

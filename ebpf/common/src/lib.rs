@@ -400,6 +400,17 @@ pub const MAX_POLICIES: u32 = 1024;
 /// testbed/RESULTS.md). `line_bytes_per_sec > 0` selects the link feed: a
 /// mirror of the port (a virtual queue draining at the line rate) feeds the
 /// phantom queue with its departures.
+///
+/// The ingress links: a hardware port's queue grows only by what its
+/// ingress links deliver, each at most its own rate, so a burst from one
+/// sender whose NIC runs at the port's rate never queues. A software
+/// router's veths deliver a sender's 64 kB GSO packet, and a CPU's batch of
+/// them, in no time, and a queue fed at enqueue reads that as a queue of
+/// the whole batch. `ingress_bytes_per_sec > 0` models the links: every
+/// ingress interface is a wire that delivers at that rate (the senders' NIC
+/// rate), and the marker judges the queue less the bytes still on the
+/// wires (a lower bound of the queue behind such links, exact while the
+/// port is busy). 0: instantaneous arrivals.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PhantomConfig {
@@ -410,6 +421,10 @@ pub struct PhantomConfig {
     /// 0: fed at enqueue (Uno's simulator); otherwise the port's line rate,
     /// and the phantom queue is fed by the port's (mirrored) departures.
     pub line_bytes_per_sec: u64,
+    /// 0: packets arrive at once; otherwise every ingress link delivers at
+    /// this rate (the senders' NICs) and the bytes still on the wires are
+    /// not yet queued (above).
+    pub ingress_bytes_per_sec: u64,
 }
 
 
@@ -423,7 +438,13 @@ impl PhantomConfig {
             kmin_bytes: size_bytes * kmin_pct / 100,
             kmax_bytes: size_bytes * kmax_pct / 100,
             line_bytes_per_sec: 0,
+            ingress_bytes_per_sec: 0,
         }
+    }
+
+    /// The same queue behind ingress links of `rate_bits_per_sec` each.
+    pub fn behind_links(self, rate_bits_per_sec: u64) -> Self {
+        PhantomConfig { ingress_bytes_per_sec: rate_bits_per_sec / 8, ..self }
     }
 
     /// The same queue fed by the transmissions of a port of
@@ -448,6 +469,9 @@ impl PhantomConfig {
         {
             return Err("a link-fed phantom queue needs a line rate between its drain rate and 400 Gbit/s");
         }
+        if self.ingress_bytes_per_sec > 50_000_000_000 {
+            return Err("the ingress links' rate must be at most 400 Gbit/s");
+        }
         Ok(())
     }
 }
@@ -465,6 +489,8 @@ pub struct PhantomStats {
     pub bytes: u64,
     /// Largest backlog of the port's mirror (link feed), bytes.
     pub max_mirror_bytes: u64,
+    /// Most bytes seen still on the ingress links' wires (ingress model).
+    pub max_on_wires_bytes: u64,
 }
 
 /// The test CE marker (`xdcc mark-ce`): marks every `every_n`-th ECT data
@@ -611,6 +637,34 @@ pub const fn link_phantom_step(q: u64, elapsed_us: u64, sent: u64, cfg: &Phantom
         cfg.size_bytes
     } else {
         v
+    }
+}
+
+/// Ingress links modelled by the marker (`PhantomConfig::ingress_bytes_per_sec`):
+/// interfaces share a wire when their index is equal modulo this (a shared
+/// wire delivers less than two would, so the queue is underestimated).
+pub const INGRESS_WIRES: u32 = 8;
+
+/// One ingress link's wire: the bytes it still has to deliver after
+/// `elapsed_us` at `bytes_per_sec` (the packed state's upper 32 bits).
+pub const fn wire_level(on_wire: u64, elapsed_us: u64, bytes_per_sec: u64) -> u64 {
+    let e = if elapsed_us > 10_000_000 { 10_000_000 } else { elapsed_us };
+    let delivered = e * bytes_per_sec / 1_000_000;
+    if on_wire > delivered {
+        on_wire - delivered
+    } else {
+        0
+    }
+}
+
+/// The wire after `elapsed_us` and a packet of `len` bytes put on it
+/// (capped at 2^32 - 1: the packed state's width).
+pub const fn wire_step(on_wire: u64, elapsed_us: u64, len: u64, bytes_per_sec: u64) -> u64 {
+    let w = wire_level(on_wire, elapsed_us, bytes_per_sec) + len;
+    if w > 0xffff_ffff {
+        0xffff_ffff
+    } else {
+        w
     }
 }
 
@@ -854,6 +908,51 @@ mod tests {
         assert!(q <= 1500, "q {q}");
         // A line rate below the drain rate is refused.
         assert!(PhantomConfig { line_bytes_per_sec: 1, ..c }.check().is_err());
+    }
+
+    /// The marker's queue behind ingress links, as the BPF program forms it:
+    /// the queue of instantaneous arrivals less what the wires still carry.
+    fn behind_links(q: &mut u64, wires: &mut [u64], link: usize, elapsed_us: u64, len: u64, c: &PhantomConfig) -> u64 {
+        *q = phantom_step(*q, elapsed_us, len, c);
+        for (i, w) in wires.iter_mut().enumerate() {
+            *w = if i == link { wire_step(*w, elapsed_us, len, c.ingress_bytes_per_sec) } else { wire_level(*w, elapsed_us, c.ingress_bytes_per_sec) };
+        }
+        q.saturating_sub(wires.iter().sum())
+    }
+
+    #[test]
+    fn ingress_links_bound_what_queues() {
+        // A 10 Gbit/s port marking at the DCTCP paper's K (65 packets) as a
+        // mirror (drain 100 %), senders whose NICs run at the port's rate.
+        let k = 97_500;
+        let c = PhantomConfig::for_port(10_000_000_000, 100, 10 * k, 10, 11).behind_links(10_000_000_000);
+        assert!(c.check().is_ok());
+        // Two 64 kB GSO packets from one sender 20 µs apart: at once they
+        // queue above K (what veths deliver), behind a 10 Gbit/s NIC nothing
+        // queues (the NIC is no faster than the port).
+        let gso = 66_000;
+        assert!(phantom_step(phantom_step(0, 0, gso, &c), 20, gso, &c) > k);
+        let (mut q, mut w) = (0, [0u64; 2]);
+        let mut top = 0;
+        for _ in 0..100 {
+            top = top.max(behind_links(&mut q, &mut w, 0, 53, gso, &c)); // 10 Gbit/s of 66 kB packets
+        }
+        top = top.max(behind_links(&mut q, &mut w, 0, 0, 20 * gso, &c)); // a CPU's batch of 20 at once
+        for _ in 0..200 {
+            top = top.max(behind_links(&mut q, &mut w, 0, 10, 0, &c));
+        }
+        assert!(top < 3_000, "one sender at the port's rate queued {top}");
+        // Two senders at the port's rate each: the queue grows at the
+        // port's rate (2x in, 1x out): 50 µs of it is 62.5 kB, 200 µs 250 kB.
+        let (mut q, mut w) = (0, [0u64; 2]);
+        let mut level = 0;
+        for _ in 0..40 {
+            behind_links(&mut q, &mut w, 0, 5, 6_250, &c);
+            level = behind_links(&mut q, &mut w, 1, 0, 6_250, &c);
+        }
+        assert!((240_000..=260_000).contains(&level), "two senders for 200 µs: {level}");
+        // The links' rate is bounded like the port's.
+        assert!(PhantomConfig { ingress_bytes_per_sec: 60_000_000_000, ..c }.check().is_err());
     }
 
     #[test]

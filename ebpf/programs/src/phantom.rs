@@ -9,7 +9,10 @@
 //! a second virtual queue draining at the line rate — transmits. Each queue
 //! is one u64 — bytes in the upper 32 bits, the time of its last update in
 //! µs (mod 2^32) in the lower — updated with compare-and-swap, so all CPUs
-//! feeding the port share them.
+//! feeding the port share them. Behind ingress links
+//! (`PhantomConfig::ingress_bytes_per_sec`), every ingress interface is a
+//! wire of the same packing that delivers at the links' rate, and a packet
+//! is judged by the queue less the bytes still on the wires.
 
 use core::intrinsics::{atomic_cxchg, atomic_xadd, AtomicOrdering};
 
@@ -20,7 +23,9 @@ use aya_ebpf::{
     maps::Array,
     programs::TcContext,
 };
-use xdcc_common::{link_phantom_step, mirror_step, phantom_mark, phantom_step, PhantomConfig, PhantomStats};
+use xdcc_common::{
+    link_phantom_step, mirror_step, phantom_mark, phantom_step, wire_level, wire_step, PhantomConfig, PhantomStats, INGRESS_WIRES,
+};
 
 #[map]
 static PHANTOM_CFG: Array<PhantomConfig> = Array::with_max_entries(1, 0);
@@ -30,6 +35,10 @@ static PHANTOM_CFG: Array<PhantomConfig> = Array::with_max_entries(1, 0);
 static PHANTOM_STATE: Array<u64> = Array::with_max_entries(2, 0);
 #[map]
 static PHANTOM_STATS: Array<PhantomStats> = Array::with_max_entries(1, 0);
+/// The ingress links' wires, packed as the queues (ingress model only),
+/// indexed by the ingress interface modulo `INGRESS_WIRES`.
+#[map]
+static PHANTOM_WIRES: Array<u64> = Array::with_max_entries(INGRESS_WIRES, 0);
 
 /// Compare-and-swap attempts before the packet just passes unaccounted
 /// (only under heavy contention; keeps the verifier's work bounded).
@@ -52,6 +61,7 @@ pub fn xdcc_phantom(ctx: TcContext) -> i32 {
         // Fed at enqueue: the packet joins the phantom queue.
         let len = wire_len(&ctx);
         let queue = update(state, |q, elapsed| (phantom_step(q, elapsed, len, &cfg), 0)).0;
+        let queue = queue.saturating_sub(on_wires(&ctx, stats, len, &cfg));
         return mark(&ctx, stats, len, queue, &cfg);
     };
     // Fed by the link: the packet joins the port's mirror, and what the
@@ -65,7 +75,47 @@ pub fn xdcc_phantom(ctx: TcContext) -> i32 {
         }
     }
     let queue = update(state, |q, elapsed| (link_phantom_step(q, elapsed, sent, &cfg), 0)).0;
+    let queue = queue.saturating_sub(on_wires(&ctx, stats, len, &cfg));
     mark(&ctx, stats, len, queue, &cfg)
+}
+
+/// The bytes still on the ingress links' wires once this packet is put on
+/// its own (0 without the ingress model): its interface's wire takes the
+/// packet, every wire is read at the current time.
+#[inline(always)]
+fn on_wires(ctx: &TcContext, stats: *mut PhantomStats, len: u64, cfg: &PhantomConfig) -> u64 {
+    let rate = cfg.ingress_bytes_per_sec;
+    if rate == 0 {
+        return 0;
+    }
+    // SAFETY: a field read of the program's context (tc programs may read it).
+    let ingress = unsafe { (*ctx.skb.skb).ingress_ifindex } % INGRESS_WIRES;
+    if let Some(wire) = PHANTOM_WIRES.get_ptr_mut(ingress) {
+        update(wire, |w, elapsed| (wire_step(w, elapsed, len, rate), 0));
+    }
+    // SAFETY: helper without arguments.
+    let now_us = (unsafe { bpf_ktime_get_ns() } / 1000) as u32;
+    let mut total = 0u64;
+    for i in 0..INGRESS_WIRES {
+        let Some(wire) = PHANTOM_WIRES.get_ptr_mut(i) else { continue };
+        // SAFETY: a live array value, 8-byte aligned; a racy read of one
+        // packed word (a wire updated meanwhile is read a moment late).
+        let w = unsafe { core::ptr::read_volatile(wire) };
+        if w == 0 {
+            continue;
+        }
+        // A wire updated after `now_us` was read (another CPU) counts as is.
+        let elapsed = now_us.wrapping_sub(w as u32);
+        let elapsed = if (elapsed as i32) < 0 { 0 } else { elapsed as u64 };
+        total = total.saturating_add(wire_level(w >> 32, elapsed, rate));
+    }
+    // SAFETY: `stats` is a live array value; a racy maximum as in `mark`.
+    unsafe {
+        if total > (*stats).max_on_wires_bytes {
+            (*stats).max_on_wires_bytes = total;
+        }
+    }
+    total
 }
 
 /// Advances one packed queue (bytes in the upper 32 bits, the time of its
@@ -80,9 +130,13 @@ fn update(state: *mut u64, step: impl Fn(u64, u64) -> (u64, u64)) -> (u64, u64) 
         // SAFETY: `state` is a live array value, 8-byte aligned.
         let old = unsafe { core::ptr::read_volatile(state) };
         let (q0, t0) = (old >> 32, old as u32);
-        let elapsed = if old == 0 { 0 } else { now_us.wrapping_sub(t0) as u64 };
+        // Another CPU may have stored a later time since `now_us` was read:
+        // no time passed for this packet (a wrapped difference would read
+        // as 71 minutes and empty the queue), and the later time stays.
+        let ahead = (now_us.wrapping_sub(t0) as i32) < 0;
+        let elapsed = if old == 0 || ahead { 0 } else { now_us.wrapping_sub(t0) as u64 };
         let (q, out) = step(q0, elapsed);
-        let new = (q << 32) | now_us as u64;
+        let new = (q << 32) | if ahead { t0 } else { now_us } as u64;
         // SAFETY: as above; BPF_CMPXCHG on a map value.
         let (_, swapped) = unsafe { atomic_cxchg::<u64, { AtomicOrdering::SeqCst }, { AtomicOrdering::SeqCst }>(state, old, new) };
         if swapped {

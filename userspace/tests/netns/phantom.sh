@@ -31,7 +31,7 @@ section_phantom() {
     with_marker "$work/ph-prof.json" "$S" full mark-phantom --iface a0 --profile dc-uno-phantom --rate-mbit 50
     log "profile: $(head -1 "$work/ph-prof.json"); $(tail -1 "$work/ph-prof.json")"
     check "profile dc-uno-phantom at 50 Mbit/s: drain 90 %, size 22 packets" eq \
-        "$(head -1 "$work/ph-prof.json")" "phantom queue on a0: drain 5625000 B/s, size 33000 B, marking 6600..26400 B, fed at enqueue"
+        "$(head -1 "$work/ph-prof.json")" "phantom queue on a0: drain 5625000 B/s, size 33000 B, marking 6600..26400 B, fed at enqueue, arrivals at once"
     check "profile dc-uno-phantom: line-rate flow marked (> 100)" le 100 "$(tail -1 "$work/ph-prof.json" | jq .marked)"
     expect_fail "mark-phantom: a profile without [phantom] refused" "no .phantom. section" "$X" mark-phantom --iface a0 --profile dc-uno
     expect_fail "mark-phantom: --profile with --drain-pct refused" "cannot be used with" "$X" mark-phantom --iface a0 --profile dc-uno-phantom --drain-pct 50
@@ -48,11 +48,24 @@ section_phantom() {
         with_marker "$work/phl-$r.json" "$S" $r mark-phantom --iface a0 --rate-mbit 50 --size-bytes 100000 --feed link
         log "link-fed $r: $(head -1 "$work/phl-$r.json"); $(tail -1 "$work/phl-$r.json")"
     done
-    check "link-fed phantom: says so" eq "$(head -1 "$work/phl-full.json" | sed 's/.*, fed //')" "by a link of 6250000 B/s"
+    check "link-fed phantom: says so" eq "$(head -1 "$work/phl-full.json" | sed 's/.*, fed //')" "by a link of 6250000 B/s, arrivals at once"
     check "link-fed phantom: line-rate flow marked (> 100)" le 100 "$(tail -1 "$work/phl-full.json" | jq .marked)"
     check "link-fed phantom: the port's mirror holds a backlog" le 1 "$(tail -1 "$work/phl-full.json" | jq .max_mirror_bytes)"
     check "link-fed phantom: flow at 40 % never marked" eq "$(tail -1 "$work/phl-paced.json" | jq .marked)" 0
     expect_fail "mark-phantom: --feed dequeue refused" "enqueue or link" "$X" mark-phantom --iface a0 --rate-mbit 50 --feed dequeue
+    # Behind ingress links (--ingress-rate-mbit): one sender whose link runs
+    # at the port's rate cannot build the port's queue (its excess is on its
+    # wire), so the mirror that marked its line-rate flow above stays quiet;
+    # behind links 100x faster the burst arrives as at once and is marked.
+    for r in 50 5000; do
+        with_marker "$work/phi-$r.json" "$S" full mark-phantom --iface a0 --rate-mbit 50 --drain-pct 100 --size-bytes 100000 --ingress-rate-mbit $r
+        log "ingress $r Mbit/s: $(head -1 "$work/phi-$r.json"); $(tail -1 "$work/phi-$r.json")"
+    done
+    check "ingress model: says so" eq "$(head -1 "$work/phi-50.json" | sed 's/.*, arrivals //')" "over ingress links of 6250000 B/s"
+    check "ingress model: the sender's wire holds its excess" le 30000 "$(tail -1 "$work/phi-50.json" | jq .max_on_wires_bytes)"
+    check "ingress model: one sender behind a link at the port's rate: <= 1 % marked" le "$(tail -1 "$work/phi-50.json" | jq .marked)" "$(tail -1 "$work/phi-50.json" | jq '.packets / 100 | floor')"
+    check "ingress model: behind links 100x the port's rate: line-rate flow marked (> 100)" le 100 "$(tail -1 "$work/phi-5000.json" | jq .marked)"
+    expect_fail "mark-phantom: --ingress-rate-mbit above 400 Gbit/s refused" "ingress-rate-mbit" "$X" mark-phantom --iface a0 --rate-mbit 50 --ingress-rate-mbit 500000
     # The marker's counters for Prometheus (--metrics ADDR): typed, labelled
     # with the marker and its interface, read from its map at every scrape.
     ip netns exec "$S" "$X" mark-phantom --iface a0 --rate-mbit 50 --size-bytes 100000 --metrics 127.0.0.1:9881 \

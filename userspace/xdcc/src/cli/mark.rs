@@ -35,6 +35,12 @@ pub struct MarkPhantomArgs {
     /// switches that forward in CPU-batched bursts). Replaces a profile's.
     #[arg(long)]
     feed: Option<xdcc_switch::PhantomFeed>,
+    /// The rate of every ingress link (the senders' NICs): the queue grows
+    /// only by what the links deliver, so a burst a software router gets
+    /// at once (a GSO packet, a CPU's batch) queues as it would behind
+    /// such links. 0 (default): packets arrive at once.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=400_000))]
+    ingress_rate_mbit: u64,
     #[arg(long)]
     duration: Option<u64>,
     /// Serve the marker's counters for Prometheus on ADDR (host:port).
@@ -84,7 +90,7 @@ pub struct MarkCeArgs {
 }
 
 pub fn run_phantom(a: MarkPhantomArgs) -> Result<()> {
-    let MarkPhantomArgs { iface, profile, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, feed, duration, metrics } = a;
+    let MarkPhantomArgs { iface, profile, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, feed, ingress_rate_mbit, duration, metrics } = a;
     let (cfg, rate_mbit, profile_feed) = if let Some(name) = profile {
         let mut p = xdcc_switch::Profile::load(&name)?;
         if let Some(r) = rate_mbit {
@@ -111,6 +117,7 @@ pub fn run_phantom(a: MarkPhantomArgs) -> Result<()> {
         xdcc_switch::PhantomFeed::Enqueue => cfg,
         xdcc_switch::PhantomFeed::Link => cfg.link_fed(rate_mbit * 1_000_000),
     };
+    let cfg = cfg.behind_links(ingress_rate_mbit * 1_000_000);
     cfg.check().map_err(|e| anyhow::anyhow!("phantom queue: {e}"))?;
     tokio_rt()?.block_on(mark_phantom(&iface, cfg, duration, metrics))
 }
@@ -168,6 +175,7 @@ fn phantom_values(bpf: &mut aya::Ebpf) -> Result<Vec<metrics::MarkerValue>> {
         Counter("marker_marked_packets", "packets the marker set CE on", s.marked),
         Gauge("marker_phantom_max_queue_bytes", "the phantom queue's largest size since the marker started", s.max_queue_bytes),
         Gauge("marker_phantom_max_mirror_bytes", "the link mirror's largest backlog since the marker started (link feed)", s.max_mirror_bytes),
+        Gauge("marker_phantom_max_on_wires_bytes", "most bytes still on the ingress links' wires since the marker started (ingress model)", s.max_on_wires_bytes),
     ])
 }
 
@@ -201,8 +209,13 @@ async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Op
     } else {
         format!("by a link of {} B/s", cfg.line_bytes_per_sec)
     };
+    let arrivals = if cfg.ingress_bytes_per_sec == 0 {
+        "at once".to_string()
+    } else {
+        format!("over ingress links of {} B/s", cfg.ingress_bytes_per_sec)
+    };
     println!(
-        "phantom queue on {iface}: drain {} B/s, size {} B, marking {}..{} B, fed {fed}",
+        "phantom queue on {iface}: drain {} B/s, size {} B, marking {}..{} B, fed {fed}, arrivals {arrivals}",
         cfg.drain_bytes_per_sec, cfg.size_bytes, cfg.kmin_bytes, cfg.kmax_bytes
     );
     let bpf: SharedBpf = std::sync::Arc::new(std::sync::Mutex::new(bpf));
@@ -212,7 +225,7 @@ async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Op
     println!(
         "{}",
         serde_json::json!({ "iface": iface, "packets": s.packets, "ect_packets": s.ect_packets,
-            "marked": s.marked, "max_queue_bytes": s.max_queue_bytes, "bytes": s.bytes, "max_mirror_bytes": s.max_mirror_bytes })
+            "marked": s.marked, "max_queue_bytes": s.max_queue_bytes, "bytes": s.bytes, "max_mirror_bytes": s.max_mirror_bytes, "max_on_wires_bytes": s.max_on_wires_bytes })
     );
     Ok(())
 }
