@@ -31,10 +31,13 @@
 # ECN reaction), and mark%, the share of ECT packets the port's marker
 # marked CE. --phantom-feed link feeds UnoCC's phantom queue with what the
 # port transmits instead of what enters it (`xdcc mark-phantom --feed`).
-#   bench/realspeed.sh [--rate-mbit R] [--secs S] [--flows N] [--cc a,b,..]
+#   bench/realspeed.sh [--rate-mbit R] [--nic-mbit R] [--secs S] [--flows N] [--cc a,b,..]
 #                      [--real-host] [--preset cc:name ...]
 #                      [--set cc:knob=value ...] [--no-marker] [--trace DIR]
 #                      [--phantom-feed enqueue|link] [--json FILE]
+# --nic-mbit R gives the senders NICs of R Mbit/s (HTB on their ports) and
+# the markers the same ingress links (`xdcc mark-phantom --ingress-rate-mbit`:
+# a burst the router gets at once queues as it would behind such links).
 # --preset cc:name applies a tunable preset (`xdcc tunable preset`, e.g.
 # bpf_oscar:real-host) after the paper's defaults and before --set
 # (repeatable; --real-host: the `real-host` preset of every CC that has one,
