@@ -31,13 +31,17 @@
 # ECN reaction), and mark%, the share of ECT packets the port's marker
 # marked CE. --phantom-feed link feeds UnoCC's phantom queue with what the
 # port transmits instead of what enters it (`xdcc mark-phantom --feed`).
-#   bench/realspeed.sh [--rate-mbit R] [--nic-mbit R] [--secs S] [--flows N] [--cc a,b,..]
+#   bench/realspeed.sh [--rate-mbit R] [--nic-mbit R] [--shaper-burst] [--secs S] [--flows N] [--cc a,b,..]
 #                      [--real-host] [--preset cc:name ...]
 #                      [--set cc:knob=value ...] [--no-marker] [--trace DIR]
 #                      [--phantom-feed enqueue|link] [--json FILE]
 # --nic-mbit R gives the senders NICs of R Mbit/s (HTB on their ports) and
 # the markers the same ingress links (`xdcc mark-phantom --ingress-rate-mbit`:
 # a burst the router gets at once queues as it would behind such links).
+# --shaper-burst judges the port's mirrors (DCTCP's, Gemini's, SMaRTT's
+# markers) less what HTB sends ahead of its rate (`--port-burst-bytes`: its
+# 64k burst and one 64 kB GSO packet): without it a mirror reads bursts the
+# port sends at once as queue (testbed/notes/2026-11-27-datacenter-rates.md).
 # --preset cc:name applies a tunable preset (`xdcc tunable preset`, e.g.
 # bpf_oscar:real-host) after the paper's defaults and before --set
 # (repeatable; --real-host: the `real-host` preset of every CC that has one,
@@ -49,11 +53,12 @@
 # Root. Numbers, not assertions.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rate=1000 nic="" secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() presets=() real_host=0 feed=enqueue
+rate=1000 nic="" shaper_burst=0 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() presets=() real_host=0 feed=enqueue
 while (($#)); do
     case $1 in
         --rate-mbit) rate=$2; shift 2 ;;
         --nic-mbit) nic=$2; shift 2 ;;
+        --shaper-burst) shaper_burst=1; shift ;;
         --secs) secs=$2; shift 2 ;;
         --flows) flows=$2; shift 2 ;;
         --cc) ccs=${2//,/ }; shift 2 ;;
@@ -190,6 +195,11 @@ run_marker() { # CC: the marker this CC's paper puts on the port
     esac
     ((marker)) || return 0
     [[ -z $nic ]] || m+=(--ingress-rate-mbit "$nic")
+    # --shaper-burst, the mirrors of the port (not Uno's phantom queue,
+    # which drains at 90 % whatever the port does): the port is HTB (burst
+    # 64k) that also sends one packet on negative tokens (a 64 kB GSO
+    # packet), so it runs up to that far ahead of a fluid mirror.
+    ((! shaper_burst)) || [[ $1 == bpf_uno ]] || m+=(--port-burst-bytes $((2 * 65536)))
     ip netns exec "$(N r)" "$X" "${m[@]}" --duration $((secs + 1)) >"$work/marker.out" 2>&1 &
     mpid=$!; pids+=("$mpid")
     sleep 0.3

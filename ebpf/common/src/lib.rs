@@ -425,6 +425,12 @@ pub struct PhantomConfig {
     /// this rate (the senders' NICs) and the bytes still on the wires are
     /// not yet queued (above).
     pub ingress_bytes_per_sec: u64,
+    /// What the port sends ahead of its line rate: a software shaper's
+    /// token bucket (Linux HTB: its burst, plus the packet it lets its
+    /// tokens go negative for). A mirror that drains as a fluid holds this
+    /// much more than such a port ever queues, so the marker judges the
+    /// queue less it. 0: a hardware port (no bucket).
+    pub port_burst_bytes: u64,
 }
 
 
@@ -439,7 +445,14 @@ impl PhantomConfig {
             kmax_bytes: size_bytes * kmax_pct / 100,
             line_bytes_per_sec: 0,
             ingress_bytes_per_sec: 0,
+            port_burst_bytes: 0,
         }
+    }
+
+    /// The same queue mirroring a shaped port that sends `burst_bytes`
+    /// ahead of its rate.
+    pub fn shaper_burst(self, burst_bytes: u64) -> Self {
+        PhantomConfig { port_burst_bytes: burst_bytes, ..self }
     }
 
     /// The same queue behind ingress links of `rate_bits_per_sec` each.
@@ -471,6 +484,9 @@ impl PhantomConfig {
         }
         if self.ingress_bytes_per_sec > 50_000_000_000 {
             return Err("the ingress links' rate must be at most 400 Gbit/s");
+        }
+        if self.port_burst_bytes > 1 << 30 {
+            return Err("the port's burst must be at most 1 GiB");
         }
         Ok(())
     }
@@ -665,6 +681,35 @@ pub const fn wire_step(on_wire: u64, elapsed_us: u64, len: u64, bytes_per_sec: u
         0xffff_ffff
     } else {
         w
+    }
+}
+
+/// The µs a packed queue state (level in the upper 32 bits, the time of its
+/// last update in µs mod 2^32 in the lower; 0: never updated) has drained
+/// for at `now_us`, and the time to store with its update. Another CPU may
+/// have stored a later time since `now_us` was read (by less than a
+/// second): no time passed for this packet — a wrapped difference would
+/// read as 71 minutes and empty the queue — and the later time stays.
+pub const fn packed_elapsed(state: u64, now_us: u32) -> (u64, u32) {
+    if state == 0 {
+        return (0, now_us);
+    }
+    let t0 = state as u32;
+    let behind_us = t0.wrapping_sub(now_us);
+    if behind_us != 0 && behind_us < 1_000_000 {
+        return (0, t0);
+    }
+    (now_us.wrapping_sub(t0) as u64, now_us)
+}
+
+/// The queue the marker judges: the virtual queue less the bytes still on
+/// the ingress wires and less what the port sends ahead of its rate.
+pub const fn judged_queue(queue: u64, on_wires: u64, cfg: &PhantomConfig) -> u64 {
+    let ahead = on_wires + cfg.port_burst_bytes;
+    if queue > ahead {
+        queue - ahead
+    } else {
+        0
     }
 }
 
@@ -953,6 +998,39 @@ mod tests {
         assert!((240_000..=260_000).contains(&level), "two senders for 200 µs: {level}");
         // The links' rate is bounded like the port's.
         assert!(PhantomConfig { ingress_bytes_per_sec: 60_000_000_000, ..c }.check().is_err());
+    }
+
+    #[test]
+    fn packed_states_drain_by_wall_time_across_cpus_and_the_clock_wrap() {
+        // A fresh state starts its clock at any time, also past 2^31 µs of
+        // uptime (a first version stamped 0 there and never drained again).
+        let late = 3_000_000_000u32; // 50 min of uptime
+        assert_eq!(packed_elapsed(0, late), (0, late));
+        let st = (5_000u64 << 32) | late as u64;
+        assert_eq!(packed_elapsed(st, late.wrapping_add(40)), (40, late.wrapping_add(40)));
+        // Another CPU stored a later time: no time passed, its stamp stays.
+        assert_eq!(packed_elapsed(st, late - 3), (0, late));
+        // Across the 32-bit wrap and after a long idle: the real gap.
+        let st = (5_000u64 << 32) | (u32::MAX - 9) as u64;
+        assert_eq!(packed_elapsed(st, 10), (20, 10));
+        assert_eq!(packed_elapsed(st, 2_000_000_000).0, 2_000_000_010);
+    }
+
+    #[test]
+    fn a_mirror_of_a_shaped_port_is_judged_less_its_bucket() {
+        // 1 Gbit/s HTB port (burst 64k, and one 64 kB GSO packet on negative
+        // tokens), stepped at the DCTCP paper's K = 20 packets.
+        let k = 30_000;
+        let c = PhantomConfig::for_port(1_000_000_000, 100, 10 * k, 10, 11).shaper_burst(2 * 65_536);
+        assert!(c.check().is_ok());
+        // Two GSO packets at once: the fluid mirror holds 130 kB, the port
+        // sends both at once (its bucket) and queues nothing.
+        let q = phantom_step(phantom_step(0, 0, 65_000, &c), 0, 65_000, &c);
+        assert!(q > k && judged_queue(q, 0, &c) == 0);
+        // A standing queue above the bucket is judged as the port holds it.
+        assert_eq!(judged_queue(131_072 + 40_000, 0, &c), 40_000);
+        assert_eq!(judged_queue(131_072 + 40_000, 10_000, &c), 30_000);
+        assert!(PhantomConfig { port_burst_bytes: (1 << 30) + 1, ..c }.check().is_err());
     }
 
     #[test]

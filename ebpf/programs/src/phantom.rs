@@ -12,7 +12,8 @@
 //! feeding the port share them. Behind ingress links
 //! (`PhantomConfig::ingress_bytes_per_sec`), every ingress interface is a
 //! wire of the same packing that delivers at the links' rate, and a packet
-//! is judged by the queue less the bytes still on the wires.
+//! is judged by the queue less the bytes still on the wires; mirroring a
+//! shaped port (`port_burst_bytes`), less what the shaper sends ahead.
 
 use core::intrinsics::{atomic_cxchg, atomic_xadd, AtomicOrdering};
 
@@ -24,7 +25,7 @@ use aya_ebpf::{
     programs::TcContext,
 };
 use xdcc_common::{
-    link_phantom_step, mirror_step, phantom_mark, phantom_step, wire_level, wire_step, PhantomConfig, PhantomStats, INGRESS_WIRES,
+    judged_queue, link_phantom_step, packed_elapsed, mirror_step, phantom_mark, phantom_step, wire_level, wire_step, PhantomConfig, PhantomStats, INGRESS_WIRES,
 };
 
 #[map]
@@ -61,7 +62,7 @@ pub fn xdcc_phantom(ctx: TcContext) -> i32 {
         // Fed at enqueue: the packet joins the phantom queue.
         let len = wire_len(&ctx);
         let queue = update(state, |q, elapsed| (phantom_step(q, elapsed, len, &cfg), 0)).0;
-        let queue = queue.saturating_sub(on_wires(&ctx, stats, len, &cfg));
+        let queue = judged_queue(queue, on_wires(&ctx, stats, len, &cfg), &cfg);
         return mark(&ctx, stats, len, queue, &cfg);
     };
     // Fed by the link: the packet joins the port's mirror, and what the
@@ -75,7 +76,7 @@ pub fn xdcc_phantom(ctx: TcContext) -> i32 {
         }
     }
     let queue = update(state, |q, elapsed| (link_phantom_step(q, elapsed, sent, &cfg), 0)).0;
-    let queue = queue.saturating_sub(on_wires(&ctx, stats, len, &cfg));
+    let queue = judged_queue(queue, on_wires(&ctx, stats, len, &cfg), &cfg);
     mark(&ctx, stats, len, queue, &cfg)
 }
 
@@ -129,14 +130,9 @@ fn update(state: *mut u64, step: impl Fn(u64, u64) -> (u64, u64)) -> (u64, u64) 
     for _ in 0..CAS_TRIES {
         // SAFETY: `state` is a live array value, 8-byte aligned.
         let old = unsafe { core::ptr::read_volatile(state) };
-        let (q0, t0) = (old >> 32, old as u32);
-        // Another CPU may have stored a later time since `now_us` was read:
-        // no time passed for this packet (a wrapped difference would read
-        // as 71 minutes and empty the queue), and the later time stays.
-        let ahead = (now_us.wrapping_sub(t0) as i32) < 0;
-        let elapsed = if old == 0 || ahead { 0 } else { now_us.wrapping_sub(t0) as u64 };
-        let (q, out) = step(q0, elapsed);
-        let new = (q << 32) | if ahead { t0 } else { now_us } as u64;
+        let (elapsed, stamp) = packed_elapsed(old, now_us);
+        let (q, out) = step(old >> 32, elapsed);
+        let new = (q << 32) | stamp as u64;
         // SAFETY: as above; BPF_CMPXCHG on a map value.
         let (_, swapped) = unsafe { atomic_cxchg::<u64, { AtomicOrdering::SeqCst }, { AtomicOrdering::SeqCst }>(state, old, new) };
         if swapped {

@@ -66,6 +66,13 @@ section_phantom() {
     check "ingress model: one sender behind a link at the port's rate: <= 1 % marked" le "$(tail -1 "$work/phi-50.json" | jq .marked)" "$(tail -1 "$work/phi-50.json" | jq '.packets / 100 | floor')"
     check "ingress model: behind links 100x the port's rate: line-rate flow marked (> 100)" le 100 "$(tail -1 "$work/phi-5000.json" | jq .marked)"
     expect_fail "mark-phantom: --ingress-rate-mbit above 400 Gbit/s refused" "ingress-rate-mbit" "$X" mark-phantom --iface a0 --rate-mbit 50 --ingress-rate-mbit 500000
+    # A mirror of a shaped port judged less the shaper's bucket
+    # (--port-burst-bytes): a bucket as large as the mirror never marks.
+    with_marker "$work/phb.json" "$S" full mark-phantom --iface a0 --rate-mbit 50 --drain-pct 100 --size-bytes 100000 --port-burst-bytes 100000
+    log "port burst: $(head -1 "$work/phb.json"); $(tail -1 "$work/phb.json")"
+    check "port burst: says so" eq "$(head -1 "$work/phb.json" | sed 's/.*, less //')" "the port's burst of 100000 B"
+    check "port burst: a bucket the mirror's size: line-rate flow never marked" eq "$(tail -1 "$work/phb.json" | jq .marked)" 0
+    expect_fail "mark-phantom: --port-burst-bytes above 1 GiB refused" "port-burst-bytes" "$X" mark-phantom --iface a0 --rate-mbit 50 --port-burst-bytes 2000000000
     # The marker's counters for Prometheus (--metrics ADDR): typed, labelled
     # with the marker and its interface, read from its map at every scrape.
     ip netns exec "$S" "$X" mark-phantom --iface a0 --rate-mbit 50 --size-bytes 100000 --metrics 127.0.0.1:9881 \

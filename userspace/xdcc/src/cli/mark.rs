@@ -41,6 +41,12 @@ pub struct MarkPhantomArgs {
     /// such links. 0 (default): packets arrive at once.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=400_000))]
     ingress_rate_mbit: u64,
+    /// Bytes the port sends ahead of its rate: a software shaper's bucket
+    /// (HTB: its burst plus one GSO packet, as its tokens may go negative
+    /// for one packet). The queue, a fluid draining at the rate, is judged
+    /// less this, as such a port queues. 0 (default): a hardware port.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1 << 30))]
+    port_burst_bytes: u64,
     #[arg(long)]
     duration: Option<u64>,
     /// Serve the marker's counters for Prometheus on ADDR (host:port).
@@ -90,7 +96,7 @@ pub struct MarkCeArgs {
 }
 
 pub fn run_phantom(a: MarkPhantomArgs) -> Result<()> {
-    let MarkPhantomArgs { iface, profile, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, feed, ingress_rate_mbit, duration, metrics } = a;
+    let MarkPhantomArgs { iface, profile, rate_mbit, drain_pct, size_bytes, kmin_pct, kmax_pct, feed, ingress_rate_mbit, port_burst_bytes, duration, metrics } = a;
     let (cfg, rate_mbit, profile_feed) = if let Some(name) = profile {
         let mut p = xdcc_switch::Profile::load(&name)?;
         if let Some(r) = rate_mbit {
@@ -117,7 +123,7 @@ pub fn run_phantom(a: MarkPhantomArgs) -> Result<()> {
         xdcc_switch::PhantomFeed::Enqueue => cfg,
         xdcc_switch::PhantomFeed::Link => cfg.link_fed(rate_mbit * 1_000_000),
     };
-    let cfg = cfg.behind_links(ingress_rate_mbit * 1_000_000);
+    let cfg = cfg.behind_links(ingress_rate_mbit * 1_000_000).shaper_burst(port_burst_bytes);
     cfg.check().map_err(|e| anyhow::anyhow!("phantom queue: {e}"))?;
     tokio_rt()?.block_on(mark_phantom(&iface, cfg, duration, metrics))
 }
@@ -215,8 +221,12 @@ async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Op
         format!("over ingress links of {} B/s", cfg.ingress_bytes_per_sec)
     };
     println!(
-        "phantom queue on {iface}: drain {} B/s, size {} B, marking {}..{} B, fed {fed}, arrivals {arrivals}",
-        cfg.drain_bytes_per_sec, cfg.size_bytes, cfg.kmin_bytes, cfg.kmax_bytes
+        "phantom queue on {iface}: drain {} B/s, size {} B, marking {}..{} B, fed {fed}, arrivals {arrivals}{}",
+        cfg.drain_bytes_per_sec,
+        cfg.size_bytes,
+        cfg.kmin_bytes,
+        cfg.kmax_bytes,
+        if cfg.port_burst_bytes == 0 { String::new() } else { format!(", less the port's burst of {} B", cfg.port_burst_bytes) }
     );
     let bpf: SharedBpf = std::sync::Arc::new(std::sync::Mutex::new(bpf));
     serve_marker_metrics(metrics, "phantom", iface, &bpf, phantom_values)?;
