@@ -105,32 +105,6 @@
 //!   MTUs at the flow's rate) moved the batch phase of the simulator's
 //!   jitter-free 10→1 test and slowed its convergence from 24 to 78–84
 //!   periods.
-//! - **Stretch ACKs: the stale bound also covers four ACKs of the size the
-//!   current one acknowledges.** At 10 Gbit/s on a real host the receiver's
-//!   GRO acknowledges ~21 packets (30 kB) per ACK, ~49 µs apart (p90 90
-//!   µs), while 4τ was 40–60 µs and 8 MTUs at the flow's rate ~25 µs: a
-//!   batch went stale before its third sample, and a lone flow got 51
-//!   estimates in a second (per-ACK trace, `xdcc cc trace bpf_oscar`,
-//!   testbed/notes/2026-11-27-datacenter-rates.md): u sat at 0.3–0.6,
-//!   the port at 36–41 % with no queue. With the bound at four such ACKs
-//!   at the flow's rate, batches complete: 1,288 estimates in a second.
-//! - **ACK clock: the window cap is a BDP over the larger of the pipe RTT
-//!   and the sender's smoothed RTT, plus the bytes the ACK acknowledged**
-//!   (`AckSample::srtt_ns`, as SMaRTT's cap). Linux gives a CC the RTT of
-//!   each ACK's *newest* packet; under stretch ACKs the older packets of an
-//!   ACK waited longer, and the smoothed RTT times them; and a window
-//!   sender whose ACKs each free A bytes keeps its pipe full only with a
-//!   window of BDP + A (it sends nothing between ACKs). With batches
-//!   completing (above) the same lone flow paced at a median 8.3 Gbit/s
-//!   but sat at its cap, a BDP of the ~27 µs pipe: cwnd 17 packets (p90
-//!   26), window-limited on 84 % of ACKs, smoothed RTT 52 µs: 17 × 1448 B
-//!   / 52 µs = 3.8 Gbit/s, the port at 34 %. With the smoothed RTT alone:
-//!   72.5-75 % (cwnd 47, ACKs of 40 packets every 62 µs, window-limited on
-//!   79 % of ACKs); with the ACK's bytes too: 87.6 %, cubic's goodput. The
-//!   window stays `min(u · D_target · μ, cap)`, so a flow still holds at
-//!   most its target queue. Outputs set without an ACK (a loss, an undo)
-//!   cap on the pipe RTT until the next estimate. `host_delay_gain_q16 =
-//!   0` (the paper's sizing) leaves the cap at the base BDP.
 
 use super::fixed::{bdp_bytes, div_i64, mul_div, mul_sat, mul_sat_i64, mul_q16, ratio_q16, sat_u32, slope_q16, ONE, NSEC_PER_SEC};
 use super::host::HostDelay;
@@ -445,23 +419,11 @@ impl Oscar {
     #[cfg_attr(not(xdcc_bpf), inline(never))]
     #[cfg_attr(xdcc_bpf, inline(always))]
     fn set_outputs(&mut self, p: &Params) {
-        self.set_outputs_clocked(p, 0, 0);
-    }
-
-    /// The outputs with the window cap over `clock_rtt_ns` (the sender's
-    /// smoothed RTT at this ACK; 0: none) where it exceeds the pipe RTT,
-    /// plus the `ack_bytes` this ACK acknowledged (module doc, "ACK
-    /// clock"). Outputs set without an ACK (a loss, an undo) cap on the
-    /// pipe RTT until the next estimate.
-    #[cfg_attr(not(xdcc_bpf), inline(never))]
-    #[cfg_attr(xdcc_bpf, inline(always))]
-    fn set_outputs_clocked(&mut self, p: &Params, clock_rtt_ns: u32, ack_bytes: u32) {
-        let (clock_rtt_ns, ack_bytes) = if p.host_delay_gain_q16 == 0 { (0, 0) } else { (clock_rtt_ns, ack_bytes) };
         // (max/min, not `clamp`: `clamp` panics if the bounds were inverted.)
         self.u_q16 = core::cmp::max(core::cmp::min(self.u_q16, p.u_max_q16), p.u_min_q16);
         let target_window = bdp_bytes(p.rate_bytes_per_sec, sat_u32(self.d_target_ns(p)));
         let w = mul_q16(target_window, self.u_q16);
-        let bdp = bdp_bytes(p.rate_bytes_per_sec, core::cmp::max(self.pipe_rtt_ns(), clock_rtt_ns)).saturating_add(ack_bytes as u64);
+        let bdp = bdp_bytes(p.rate_bytes_per_sec, self.pipe_rtt_ns());
         let w = if p.bdp_floor != 0 { core::cmp::max(w, bdp) } else { core::cmp::min(w, bdp) };
         let w = core::cmp::max(w, mul_sat(p.min_wnd_pkts as u64, p.mtu as u64));
         self.cwnd = sat_u32(core::cmp::min(w, super::MAX_CWND_BYTES as u64));
@@ -471,7 +433,7 @@ impl Oscar {
     /// Algorithm 2, lines 4–13, on one estimate.
     #[cfg_attr(not(xdcc_bpf), inline(never))]
     #[cfg_attr(xdcc_bpf, inline(always))]
-    fn control(&mut self, p: &Params, e: &Estimate, clock_rtt_ns: u32, ack_bytes: u32) {
+    fn control(&mut self, p: &Params, e: &Estimate) {
         let base = self.pipe_rtt_ns() as u64;
         let eps = core::cmp::max(mul_q16(base, p.eps_q16), 1_000);
         if (e.delay_ns as u64) <= base.saturating_add(eps) {
@@ -492,7 +454,7 @@ impl Oscar {
             };
             self.u_q16 = self.u_q16.saturating_add(p.u_ai_q16);
         }
-        self.set_outputs_clocked(p, clock_rtt_ns, ack_bytes);
+        self.set_outputs(p);
     }
 
     /// Keeps u for [`Oscar::undo`] before a loss or RTO cut.
@@ -529,20 +491,18 @@ impl Oscar {
     fn batch_boundary(&mut self, p: &Params, s: &AckSample, send: u64, tau: u64) {
         let sample = Sample { send_ns: send, delay_ns: s.rtt_ns, inflight: s.inflight_at_send, acked: s.acked_bytes };
         let rate = self.rate_bytes_per_sec;
-        if let Some(e) = self.est.add_within(&sample, tau, || Self::stale_ns(p, rate, tau, s.acked_bytes)) {
+        if let Some(e) = self.est.add_within(&sample, tau, || Self::stale_ns(p, rate, tau)) {
             if !s.app_limited || e.delay_ns as u64 > self.base_rtt_ns as u64 {
-                self.control(p, &e, s.srtt_ns, s.acked_bytes);
+                self.control(p, &e);
             }
         }
     }
 
     /// A batch is stale (a stall) beyond 4τ, or beyond the time the flow's
-    /// own pacing rate takes to send 8 MTUs (four delayed-ACK pairs) or
-    /// four ACKs of the size this one acknowledges (stretch ACKs), so that
-    /// a sparse flow's batches still reach 3 samples (module doc).
-    fn stale_ns(p: &Params, rate_bytes_per_sec: u64, tau_ns: u64, acked_bytes: u32) -> u64 {
-        let span = core::cmp::max(8 * p.mtu as u64, 4 * acked_bytes as u64);
-        let spacing = mul_div(span, NSEC_PER_SEC, core::cmp::max(rate_bytes_per_sec, 1));
+    /// own pacing rate takes to send 8 MTUs (four delayed-ACK pairs), so
+    /// that a sparse flow's batches still reach 3 samples (module doc).
+    fn stale_ns(p: &Params, rate_bytes_per_sec: u64, tau_ns: u64) -> u64 {
+        let spacing = mul_div(8 * p.mtu as u64, NSEC_PER_SEC, core::cmp::max(rate_bytes_per_sec, 1));
         core::cmp::max(mul_sat(tau_ns, 4), spacing)
     }
 }
@@ -571,7 +531,7 @@ impl CongestionControl for Oscar {
             return;
         }
         if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
-            self.set_outputs_clocked(p, s.srtt_ns, s.acked_bytes);
+            self.set_outputs(p);
         }
         self.ack_body(p, s);
     }

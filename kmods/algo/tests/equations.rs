@@ -543,43 +543,6 @@ fn oscar_one_step_to_a_tenth_under_tenfold_overload() {
     assert!(near(u, 101_000, 5_000), "u = {u} ppm, expected 1/10 + U_AI");
 }
 
-#[test]
-fn oscar_estimates_on_stretch_acks_and_climbs_from_an_empty_queue() {
-    // A lone flow at 10 Gbit/s on a real host (the per-ACK trace in
-    // testbed/notes/2026-11-27-datacenter-rates.md): base RTT 10 µs, the
-    // receiver's GRO acknowledging 21 packets per ACK every 49 µs, RTT
-    // samples 26 µs with nothing queued, u at a third of the line rate.
-    // Every batch must reach three samples, and u must climb to the line.
-    let p = oscar::Params::from_net(&NET_10G);
-    let base = 10_000u32;
-    let mut o = oscar::Oscar::new(&p, &FlowInit { now_ns: T0, mss: 1500, rtt_hint_ns: base });
-    o.on_event(&p, Event::Loss { bytes: 1448 }, T0); // u 1 -> 1/2
-    o.on_event(&p, Event::Loss { bytes: 1448 }, T0 + 1_000_000); // -> 1/4 (after a holdoff)
-    let u0 = o.u_q16();
-    assert!(u0 <= ONE / 4, "u0 = {u0}");
-    let mut t = T0 + 2_000_000;
-    for _ in 0..2_000 {
-        t += 49_000;
-        let s = AckSample {
-            now_ns: t,
-            acked_bytes: 21 * 1448,
-            marked_bytes: 0,
-            rtt_ns: 26_000,
-            srtt_ns: 30_000,
-            send_time_ns: t - 26_000,
-            inflight_at_send: 30 * 1448,
-            inflight: 30 * 1448,
-            app_limited: false,
-        };
-        o.on_ack(&p, &s);
-    }
-    // 98 ms of ACKs: with batches that complete, u is at the line rate,
-    // and the window covers the ACK clock (the smoothed RTT, 30 µs: 37.5
-    // kB at 10 Gbit/s), not only the newest packets' 26 µs.
-    assert!(o.u_q16() >= ONE * 9 / 10, "u = {} ppm", ppm(o.u_q16() as i64));
-    assert!(o.cwnd() >= 37_500, "cwnd {}", o.cwnd());
-}
-
 // --------------------------------------------------------------- SMaRTT --
 
 #[test]
