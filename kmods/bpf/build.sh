@@ -8,7 +8,7 @@
 # The CCs that need ECN come from the algorithm crate's list (marks in
 # kmods/algo/src/lib.rs, CCS), read from its source.
 #
-# Steps (../shared PLATFORM.md, "BPF struct_ops backend"):
+# Steps (the verified recipe for this kind of host; docs/ccs.md covers loading):
 #  1. entry.rs (the algorithms + the Linux adapter) -> LLVM bitcode for
 #     bpfel-unknown-none with Debian's rustc-web (prebuilt BPF libcore);
 #  2. shim.c -> bitcode with clang-22, types from the running kernel's BTF

@@ -228,9 +228,9 @@ pub struct CcSpec {
     /// Whether it sets its sending rate itself (a pacing rate it computes,
     /// OSCAR) rather than only a window.
     pub rate_based: bool,
-    /// The paper the algorithm file follows (`../shared/papers/<paper>.md`;
-    /// DCTCP's, Alizadeh et al. SIGCOMM 2010, is not there: its file follows
-    /// RFC 8257 and Linux's `tcp_dctcp.c`).
+    /// The paper the algorithm file follows, by its short name (docs/claims.md
+    /// cites each; DCTCP's file follows RFC 8257 and Linux's `tcp_dctcp.c`,
+    /// as Alizadeh et al., SIGCOMM 2010, describe it).
     pub paper: &'static str,
     /// The algorithm's own tunables (every module also has the `net_*` and
     /// `window_pacing_*` files of the Linux adapter).

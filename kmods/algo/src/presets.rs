@@ -3,8 +3,8 @@
 //!
 //! `uno-artifact`: how the public Uno simulator (htsim, spcl/Uno_SC25, its
 //! Fig. 3 artifact scripts) runs UnoCC and Gemini, where it differs from the
-//! papers (`../shared/REFERENCE-NOTES.md`, "How the public Uno simulator
-//! actually runs Uno and Gemini"):
+//! papers (read from the artifact's `sim/` sources and figure scripts;
+//! testbed/RESULTS.md, "Uno's load balancing and coding", has the runs):
 //!
 //! | CC | tunable | paper default | `uno-artifact` |
 //! |---|---|---|---|
