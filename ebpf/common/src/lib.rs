@@ -7,8 +7,10 @@
 //! see the same bytes. Layouts are checked by unit tests.
 #![no_std]
 
-/// Maximum number of tracked flows (LRU: the least recently used flow is
-/// evicted when full).
+/// The flow table's size as compiled into the object (LRU: the least
+/// recently used flow is evicted when full). The agent loads it with its
+/// own `max_open_flows` instead; this size serves the other loaders (`xdcc
+/// mark-*`), which do not track flows.
 pub const MAX_FLOWS: u32 = 16_384;
 /// Maximum number of destinations whose path health is tracked.
 pub const MAX_DESTS: u32 = 4_096;
@@ -346,6 +348,11 @@ pub struct Counters {
     /// (the agent fell behind); their entry stays in the flow table for the
     /// agent's harvest, where LRU eviction may still take it.
     pub closed_ring_full: u64,
+    /// Tracked flows that closed without an entry: the flow table (an LRU
+    /// map of the agent's `max_open_flows`) evicted them while they were
+    /// open, so more flows were open at once than it holds. Their final
+    /// record is lost; raise `max_open_flows`.
+    pub open_flows_evicted: u64,
 }
 
 /// A closed flow's final record, sent to the agent through the `CLOSED`
@@ -727,6 +734,22 @@ pub const fn phantom_mark(q: u64, r: u32, cfg: &PhantomConfig) -> bool {
     ((r as u64 * span) >> 32) < q - cfg.kmin_bytes
 }
 
+/// How far back (ns) a move looks for path ids that failed: the configured
+/// window, and while a flow keeps timing out (this move and its previous one
+/// both RTOs) twice the time since its previous move as well. RTO backoff
+/// doubles the gap between a dead flow's moves, so a fixed window (1 s)
+/// forgot the ids this outage had already found dead by the fifth move and
+/// drew blind: with 16 ids on two links, CI saw a flow's 8 moves all land on
+/// the failed link (`userspace/tests/netns.sh reroute`). Twice the last gap
+/// covers every earlier move of the outage.
+pub const fn failed_window_ns(window_ns: u64, rto_again: bool, since_last_move_ns: u64) -> u64 {
+    if rto_again {
+        window_ns.saturating_add(since_last_move_ns.saturating_mul(2))
+    } else {
+        window_ns
+    }
+}
+
 /// The 20-bit IPv6 flow label for a path id: a mix of the id and the salt,
 /// never 0 (0 means "no label" and hashes as such). Distinct ids give
 /// distinct labels.
@@ -865,6 +888,21 @@ mod tests {
         assert!((10_000..=12_500).contains(&p99), "p99 {p99}");
         let max = s.rtt_quantile_us(1_000_000).unwrap();
         assert!((20_000..=25_000).contains(&max), "max {max}");
+    }
+
+    #[test]
+    fn a_flow_that_keeps_timing_out_remembers_its_whole_outage() {
+        let s = 1_000_000_000u64;
+        // RTO backoff: moves at 0.2, 0.6, 1.4, 3.0, 6.2, 12.6, 25.4 s after
+        // the failure; at every move all earlier ones are within the window.
+        let moves = [200, 600, 1400, 3000, 6200, 12600, 25400].map(|ms| ms * 1_000_000u64);
+        for i in 1..moves.len() {
+            let w = failed_window_ns(s, true, moves[i] - moves[i - 1]);
+            assert!(w >= moves[i] - moves[0], "move {i}: window {w} misses the first move");
+        }
+        // Not timing out again: the configured window only.
+        assert_eq!(failed_window_ns(s, false, 60 * s), s);
+        assert_eq!(failed_window_ns(u64::MAX, true, u64::MAX), u64::MAX);
     }
 
     #[test]

@@ -3,12 +3,14 @@
 //! threshold, a flow gets a new path id, at most once per
 //! `min_interval_base_rtts` base RTTs, chosen at random among the ids that
 //! recently ended an uncongested round to the same destination (uno-sc25
-//! Alg. 2: "a subflow that has recently received ACKs"). The path id becomes
+//! Alg. 2: "a subflow that has recently received ACKs"), avoiding the ids
+//! that failed within the window (`failed_window_ns`: for a flow still
+//! timing out, its whole outage). The path id becomes
 //! the IPv6 flow label on egress (`telemetry.rs`), which ECMP hashes.
 
 use aya_ebpf::{macros::map, maps::LruHashMap, programs::SockOpsContext};
 use aya_log_ebpf::info;
-use xdcc_common::{Config, FlowKey, FlowStats, PathHealth, RerouteReason, MAX_DESTS, MAX_FORCED, PATHS};
+use xdcc_common::{failed_window_ns, Config, FlowKey, FlowStats, PathHealth, RerouteReason, MAX_DESTS, MAX_FORCED, PATHS};
 
 use crate::{below, count, random};
 
@@ -105,9 +107,13 @@ pub(crate) fn reroute(ctx: &SockOpsContext, key: &FlowKey, st: &mut FlowStats, c
     // tried a failed path again after it healed, and left it empty
     // (`bench/reroute-paths.sh`). (Sampling keeps the verifier's work
     // constant.)
-    let window = (cfg.healthy_window_us as u64).wrapping_mul(1000);
-    let health = PATH_HEALTH.get_ptr_mut(&key.remote_addr);
     let failed = matches!(reason, RerouteReason::Rto | RerouteReason::Loss);
+    let rto_again = reason as u32 == RerouteReason::Rto as u32
+        && st.last_reason == RerouteReason::Rto as u32
+        && st.last_reroute_ns != 0;
+    let window =
+        failed_window_ns((cfg.healthy_window_us as u64).wrapping_mul(1000), rto_again, now.wrapping_sub(st.last_reroute_ns));
+    let health = PATH_HEALTH.get_ptr_mut(&key.remote_addr);
     if let Some(h) = health {
         let i = core::hint::black_box(old) as usize;
         if failed && i < PATHS as usize {

@@ -341,5 +341,9 @@ fn on_state(s: &OpsSnapshot) {
             }
             None => count(|c| c.closed_ring_full = c.closed_ring_full.wrapping_add(1)),
         }
+    } else {
+        // The state callback is armed only once the flow is in the table
+        // (`on_established`): it was evicted while open.
+        count(|c| c.open_flows_evicted = c.open_flows_evicted.wrapping_add(1));
     }
 }

@@ -25,7 +25,7 @@ by = {x["id"]: x for x in r if "id" in x}
 assert by[0]["ok"] and by[1]["ok"] and 0 < by[0]["fct_s"] < 2 and 0 < by[1]["fct_s"] < 2, by
 assert abs(by[0]["start_s"] - 0.1) < 0.05 and abs(by[1]["start_s"] - 0.2) < 0.05, by
 assert not by[2]["ok"] and "TCP_CONGESTION nosuchcc" in by[2]["error"], by[2]
-assert 3 not in by and r[-1] == {"summary": {"done": 3, "unfinished": 1}}, r[-1]' "$XT" "$work/plan.json" "$work/fg.ndjson"
+assert 3 not in by and r[-1] == {"summary": {"done": 3, "failed": 1, "unfinished": 1}}, r[-1]' "$XT" "$work/plan.json" "$work/fg.ndjson"
     echo '{"port": 7300, "servers": [], "deadline_s": 3, "flows": [{"at_s": -1, "src": "a", "dst": "10.0.0.1", "size": 1, "cc": "cubic"}]}' >"$work/bad.json"
     expect_fail "flowgen: a bad plan is refused, the field named" 'flows\[0\]\.at_s' "$XT" flowgen --plan "$work/bad.json" --out "$work/bad.out"
     echo '{"port": 7300, "servers": ["nosuchns"], "deadline_s": 3, "flows": []}' >"$work/nons.json"

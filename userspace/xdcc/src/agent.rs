@@ -41,6 +41,8 @@ pub struct State {
     started: Instant,
     cgroup: PathBuf,
     interfaces: Vec<String>,
+    /// The kernel flow table's size.
+    max_open_flows: u32,
     /// Per-CC counters for the Prometheus metrics.
     pub totals: crate::metrics::Totals,
 }
@@ -63,6 +65,11 @@ pub struct Stats {
     /// Closed flows whose final record found the ring buffer full (kept in
     /// the flow table for the harvest instead, where eviction may take it).
     pub closed_ring_full: u64,
+    /// Open flows the kernel's flow table evicted (more open at once than
+    /// `max_open_flows`): their records are lost.
+    pub open_flows_evicted: u64,
+    /// The kernel flow table's size (`max_open_flows`).
+    pub max_open_flows: u32,
     pub destinations: Vec<DestHealth>,
     pub reroute: RerouteSettings,
 }
@@ -242,6 +249,8 @@ impl State {
             untracked_packets: c.untracked_packets,
             insert_failures: c.insert_failures,
             closed_ring_full: c.closed_ring_full,
+            open_flows_evicted: c.open_flows_evicted,
+            max_open_flows: self.max_open_flows,
             destinations,
             reroute: self.settings,
         })
@@ -327,7 +336,7 @@ pub async fn run(cfg: AgentConfig) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let lock = take_lock(&cfg.socket)?;
 
-    let mut bpf = ebpf::load()?;
+    let mut bpf = ebpf::load_with(Some(cfg.max_open_flows))?;
     let logger = aya_log::EbpfLogger::init(&mut bpf).context("initialising aya-log")?;
     ebpf::set_config(&mut bpf, &cfg.reroute.to_bpf())?;
     ebpf::policy_set(&mut bpf, &cfg.policy)?;
@@ -360,6 +369,7 @@ pub async fn run(cfg: AgentConfig) -> Result<()> {
         started: Instant::now(),
         cgroup: cfg.cgroup.clone(),
         interfaces: cfg.interfaces.clone(),
+        max_open_flows: cfg.max_open_flows,
         totals: Default::default(),
     }));
     if let Some(addr) = &cfg.metrics {

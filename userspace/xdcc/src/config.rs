@@ -7,6 +7,7 @@
 //! metrics = "127.0.0.1:9877"         # Prometheus text; omit to disable
 //! retain_closed_secs = 300           # closed flows stay visible this long
 //! max_closed_flows = 25000           # ... but at most this many, the oldest go first
+//! max_open_flows = 65536             # flows tracked at once (kernel flow table)
 //! [reroute]
 //! enabled = true
 //! congested_ecn_pct = 50             # a round is congested at >= 50 % ECE
@@ -43,6 +44,16 @@ pub const DEFAULT_METRICS: &str = "127.0.0.1:9877";
 pub const DEFAULT_MAX_CLOSED_FLOWS: u64 = 25_000;
 /// The largest `max_closed_flows` accepted (~1.8 GB of records).
 pub const MAX_CLOSED_FLOWS_LIMIT: u64 = 1_000_000;
+/// How many open flows the kernel's flow table holds (`max_open_flows`): an
+/// entry costs ~0.7 kB of kernel memory (a 40-byte key, a 584-byte
+/// `FlowStats`, the LRU's node), so 65,536 take ~44 MB. A table that is too
+/// small evicts open flows (LRU) and loses their records, counted as
+/// `open_flows_evicted`: the 16,384 of the first agents lost 3,425 of 20,000
+/// connections that a slowed host held open at once
+/// (`userspace/tests/netns.sh churn`).
+pub const DEFAULT_MAX_OPEN_FLOWS: u32 = 65_536;
+/// The accepted range of `max_open_flows` (the top one ~700 MB).
+pub const MAX_OPEN_FLOWS_RANGE: std::ops::RangeInclusive<u32> = 1024..=1_048_576;
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -55,6 +66,9 @@ pub struct AgentConfig {
     /// At most this many closed flows are retained; beyond it the oldest
     /// (by close time) are evicted first and counted.
     pub max_closed_flows: u64,
+    /// The kernel flow table holds this many open flows; beyond, the least
+    /// recently active are evicted and counted (`open_flows_evicted`).
+    pub max_open_flows: u32,
     pub reroute: RerouteSettings,
     /// `xdcc apply`: the default CC (net.ipv4.tcp_congestion_control).
     pub default_cc: Option<String>,
@@ -111,6 +125,7 @@ impl Default for AgentConfig {
             metrics: None,
             retain_closed_secs: 300,
             max_closed_flows: DEFAULT_MAX_CLOSED_FLOWS,
+            max_open_flows: DEFAULT_MAX_OPEN_FLOWS,
             reroute: RerouteSettings::default(),
             default_cc: None,
             cc: Default::default(),
@@ -276,6 +291,11 @@ impl AgentConfig {
             let m = format!("max_closed_flows = {} is out of range (1..={MAX_CLOSED_FLOWS_LIMIT})", cfg.max_closed_flows);
             return Err(at(None, "max_closed_flows", m));
         }
+        if !MAX_OPEN_FLOWS_RANGE.contains(&cfg.max_open_flows) {
+            let (lo, hi) = (MAX_OPEN_FLOWS_RANGE.start(), MAX_OPEN_FLOWS_RANGE.end());
+            let m = format!("max_open_flows = {} is out of range ({lo}..={hi})", cfg.max_open_flows);
+            return Err(at(None, "max_open_flows", m));
+        }
         if let Err((cc, key, msg)) = crate::apply::desired_all(&cfg.cc) {
             // The key in [cc.X.tunables], [cc.X.net] or [cc.X]; else the section.
             let line = ["tunables", "net", ""]
@@ -371,6 +391,8 @@ mod tests {
         let c = AgentConfig::parse("max_closed_flows = 1\nretain_closed_secs = 60\n").unwrap();
         assert_eq!((c.max_closed_flows, c.retain_closed_secs), (1, 60));
         assert_eq!(AgentConfig::parse("max_closed_flows = 1000000\n").unwrap().max_closed_flows, 1_000_000);
+        assert_eq!(c.max_open_flows, DEFAULT_MAX_OPEN_FLOWS);
+        assert_eq!(AgentConfig::parse("max_open_flows = 1024\n").unwrap().max_open_flows, 1024);
     }
 
     #[test]
@@ -397,6 +419,9 @@ mod tests {
             ("[[policy]]\nprefix = \"10.0.0.0/8\"\ncc = \"cubic\"\nports = [80]\n", "4: ", "ports"),
             ("metrics = \"127.0.0.1:9100\"\nmax_closed_flows = 0\n", "2: ", "max_closed_flows = 0 is out of range (1..=1000000)"),
             ("\nmax_closed_flows = 1000001\n", "2: ", "max_closed_flows = 1000001 is out of range"),
+            ("max_open_flows = 100\n", "1: ", "max_open_flows = 100 is out of range (1024..=1048576)"),
+            ("\nmax_open_flows = 2000000\n", "2: ", "max_open_flows = 2000000 is out of range"),
+            ("max_open_flows = -1\n", "1: ", "expected u32"),
             ("max_closed_flows = -5\n", "1: ", "expected u64"),
             ("max_closed_flows = \"many\"\n", "1: ", "expected u64"),
         ];

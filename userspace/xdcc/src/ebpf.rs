@@ -15,11 +15,21 @@ use xdcc_common::{AmrtConfig, AmrtStats, Config, Counters, FlowKey, FlowStats, M
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdcc-ebpf.o"));
 
 pub fn load() -> Result<Ebpf> {
+    load_with(None)
+}
+
+/// Loads the object with the flow table sized for `max_open_flows` (the
+/// agent's), or as compiled.
+pub fn load_with(max_open_flows: Option<u32>) -> Result<Ebpf> {
     if OBJECT.is_empty() {
         anyhow::bail!("this xdcc was built without its eBPF programs (XDCC_NO_BPF): rebuild without it");
     }
     bump_memlock();
-    EbpfLoader::new().load(OBJECT).context("loading the xdcc eBPF object (are you root?)")
+    let mut loader = EbpfLoader::new();
+    if let Some(n) = max_open_flows {
+        loader.map_max_entries("FLOWS", n);
+    }
+    loader.load(OBJECT).context("loading the xdcc eBPF object (are you root?)")
 }
 
 /// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK.
@@ -109,6 +119,7 @@ pub fn counters(bpf: &mut Ebpf) -> Result<Counters> {
         sum.insert_failures += c.insert_failures;
         sum.labels_rewritten += c.labels_rewritten;
         sum.closed_ring_full += c.closed_ring_full;
+        sum.open_flows_evicted += c.open_flows_evicted;
     }
     Ok(sum)
 }

@@ -20,7 +20,8 @@
 //! the plan, in seconds of `CLOCK_MONOTONIC` (Python's `time.monotonic()`).
 //! Each flow starts at zero + `at_s`. One JSON line per finished flow goes to
 //! the output file as it completes; at the end (every flow done, or the
-//! deadline) a summary line `{"summary":{"done":N,"unfinished":M}}`.
+//! deadline) a summary line `{"summary":{"done":N,"failed":F,"unfinished":M}}`:
+//! N flows ended, F of them with an error (counted in N), M still running.
 //!
 //! On separate machines (the testbed's `servers` backend, over SSH) there is
 //! no shared clock to name: the time zero may be `+S`, S seconds after the
@@ -201,11 +202,12 @@ pub fn run(plan: &Plan, out: &Path) -> Result<()> {
         drop(tx);
 
         let deadline = at(plan.deadline_s);
-        let mut done = 0usize;
+        let (mut done, mut failed) = (0usize, 0usize);
         while done < plan.flows.len() {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(o)) => {
                     done += 1;
+                    failed += usize::from(!o.ok);
                     writeln!(file, "{}", serde_json::to_string(&o)?).context("writing a flow's outcome")?;
                 }
                 Ok(None) | Err(_) => break,
@@ -217,7 +219,8 @@ pub fn run(plan: &Plan, out: &Path) -> Result<()> {
             let mut rest = Vec::new();
             let _ = tokio::time::timeout_at(deadline, stdin.read_to_end(&mut rest)).await;
         }
-        let summary = serde_json::json!({"summary": {"done": done, "unfinished": plan.flows.len() - done}});
+        let summary =
+            serde_json::json!({"summary": {"done": done, "failed": failed, "unfinished": plan.flows.len() - done}});
         writeln!(file, "{summary}").context("writing the summary")?;
         file.flush().context("writing the outcomes")?;
         Ok(())

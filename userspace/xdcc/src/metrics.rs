@@ -270,7 +270,7 @@ pub fn render(scrape: &Scrape, totals: &mut Totals) -> Result<String> {
     }
     reg.register("cc_open_flows", "open flows tracked by the agent", open_flows);
     reg.register("cc_cwnd_segments_mean", "mean congestion window of the open flows", cwnd);
-    let counters: [(&str, &str, u64); 8] = [
+    let counters: [(&str, &str, u64); 9] = [
         ("flows_opened", "flows the sock_ops program started tracking", c.flows_opened),
         ("flows_closed", "tracked flows that closed", c.flows_closed),
         ("reroutes", "flow moves to another path", c.reroutes),
@@ -278,6 +278,7 @@ pub fn render(scrape: &Scrape, totals: &mut Totals) -> Result<String> {
         ("untracked_packets", "TCP packets of flows not in the table", c.untracked_packets),
         ("flow_insert_failures", "flows the flow table could not take", c.insert_failures),
         ("closed_ring_full", "closed flows whose final record found the ring buffer full", c.closed_ring_full),
+        ("open_flows_evicted", "open flows the kernel flow table evicted because more than max_open_flows were open (their records are lost)", c.open_flows_evicted),
         (
             "closed_flows_evicted",
             "closed flows the agent forgot before retain_closed_secs because it held max_closed_flows (their counts stay in the per-CC totals)",

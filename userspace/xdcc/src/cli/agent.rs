@@ -27,6 +27,9 @@ pub struct AgentArgs {
     /// Keep at most this many closed flows, the oldest going first (default: 25000).
     #[arg(long, value_name = "N")]
     max_closed_flows: Option<u64>,
+    /// Track at most this many open flows in the kernel's flow table; beyond, the least recently active are evicted and counted (default: 65536).
+    #[arg(long, value_name = "N")]
+    max_open_flows: Option<u32>,
     /// Start with rerouting off (telemetry only).
     #[arg(long)]
     no_reroute: bool,
@@ -52,6 +55,9 @@ pub fn run(a: AgentArgs, ctx: &super::Ctx) -> Result<()> {
     }
     if let Some(n) = a.max_closed_flows {
         cfg.max_closed_flows = n;
+    }
+    if let Some(n) = a.max_open_flows {
+        cfg.max_open_flows = n;
     }
     if a.no_reroute {
         cfg.reroute.enabled = false;

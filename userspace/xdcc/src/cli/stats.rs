@@ -35,6 +35,8 @@ fn print_stats(d: &serde_json::Value) {
         "untracked_packets",
         "insert_failures",
         "closed_ring_full",
+        "open_flows_evicted",
+        "max_open_flows",
     ] {
         println!("{k:<22} {}", d[k]);
     }
