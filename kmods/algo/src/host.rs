@@ -7,9 +7,7 @@
 //! few-µs base RTT. The flow's minimum RTT (taken when the host was idle)
 //! has none of it. An algorithm that sizes a window, a measurement period or
 //! a target from that minimum alone sees a pipe 10–30× shorter than its ACK
-//! clock really is (issue 28: UnoCC's QuickAdapt measured over 6 µs while
-//! the ACKs came back after ~150 µs, SMaRTT's window capped at 1.5 × a 6 µs
-//! BDP, OSCAR's target delay 30 µs below every sample).
+//! clock really is (issue 28; evidence: testbed/notes/2026-11-27-host-delay.md#why-a-host-delay).
 //!
 //! Model. A switch queue delays *every* packet that passes it while it lasts;
 //! host delay is bursty: packets that find the CPU free pass at once, others
@@ -18,42 +16,28 @@
 //! either way the fabric queue changes little across it):
 //! - the round's **minimum** RTT is propagation plus the fabric's queue;
 //! - its **mean** adds the host's mean delay.
+//!
 //! The estimate is the EWMA of every round's `mean − min`. The mean, not a
 //! low percentile, is what a window needs: the ACK clock runs at the mean
-//! RTT, and host delay is heavy-tailed (most samples 10–30 µs, a few
-//! 400 µs, a smoothed RTT of ~150 µs). Tried and dropped: (1) the smallest
-//! spread of every 4 rounds, to reject a round in which a queue starts to
-//! build — it read ~20 µs and left UnoCC at 82 % and OSCAR at 55 %; (2)
-//! only rounds whose minimum is near the base RTT — a host whose CPU is
-//! saturated delays every packet, no round qualified and OSCAR learned
-//! nothing. Known limit: a queue that changes within a round (a queue
-//! building) adds to the spread. UnoCC and SMaRTT therefore use the
-//! estimate only to size periods and window caps (SMaRTT's target RTT stays
-//! on the base RTT: moved with the estimate, its queue ratcheted up to
-//! 320 kB); OSCAR, whose samples are whole RTTs, also moves its target
-//! delay by it (its simulator queue checks pass unchanged).
+//! RTT, and host delay is heavy-tailed
+//! (evidence, and two variants tried and dropped: testbed/notes/2026-11-27-host-delay.md#the-round-mean).
+//! `base RTT + host delay` is the flow's **pipe RTT**: what one window takes to come back when
+//! no switch queues it. In the simulator (no host) the estimate reads only a queue's variation
+//! within a round: small, but not 0 (evidence: testbed/notes/2026-11-27-host-delay.md#in-the-simulator).
 //!
-//! In the simulator (no host) it reads only a queue's variation within a
-//! round: small, but not 0 (OSCAR's 16→1 incast queue 60 → 111 kB, SMaRTT's
-//! Jain there 0.97 → 0.92; rtt-fairness unchanged: `xdcc-sim run
-//! testbed/sim/scenarios/incast-16to1.toml --cc smartt,oscar` with and without
-//! `--set <cc>.host_delay_gain_q16=0`), the simulator tests pass; at real speed it is what the ACK clock adds to the
-//! minimum RTT. `base RTT + host delay` is the flow's **pipe RTT**: what
-//! one window takes to come back when no switch queues it.
+//! Known limit: a queue that changes within a round (a queue building) adds to the spread.
+//! UnoCC and SMaRTT therefore use the estimate only to size periods and window caps (SMaRTT's
+//! target RTT stays on the base RTT); OSCAR, whose samples are whole RTTs, also moves its
+//! target delay by it (evidence: testbed/notes/2026-11-27-host-delay.md#known-limit).
 //!
-//! **Two readings of a round.** The *spread* reading above (`mean − min`)
-//! is for algorithms that cannot tell a switch queue from host delay
-//! (SMaRTT, OSCAR). It misses a host that is busy all the time: a lone
-//! UnoCC flow at real speed saw every sample at 21–34 µs (p10–p90, rttvar
-//! 4 µs) over an idle minimum of 6 µs, and the spread read 1–4 µs. The
-//! *floor* reading ([`HostDelay::sample_above`]) takes the round's mean
-//! above the flow's base RTT; it is for an algorithm whose fabric signals
-//! a queue — UnoCC, whose ports mark (phantom queues at 90 % of the line
-//! rate) before a physical queue forms — and which therefore discards
-//! every round that holds a mark: what is left above the base RTT in an
-//! unmarked round is the host. The same lone flow then read 18–21 µs. In
-//! the simulator it learns what queue an unmarked round holds (UnoCC's
-//! results: `uno.rs`, "Host delay").
+//! **Two readings of a round.** The *spread* reading above (`mean − min`) is for algorithms
+//! that cannot tell a switch queue from host delay (SMaRTT, OSCAR); it misses a host that is
+//! busy all the time. The *floor* reading ([`HostDelay::sample_above`]) takes the round's mean
+//! above the flow's base RTT; it is for an algorithm whose fabric signals a queue — UnoCC,
+//! whose ports mark (phantom queues at 90 % of the line rate) before a physical queue forms —
+//! and which therefore discards every round that holds a mark: what is left above the base RTT
+//! in an unmarked round is the host
+//! (evidence: testbed/notes/2026-11-27-host-delay.md#two-readings-of-a-round).
 //!
 //! Samples of 4 ms or more are not used: host delay matters next to µs
 //! base RTTs, and 12-bit µs keep the estimator in 8 bytes of the kernel's

@@ -26,85 +26,50 @@
 //! reduced by shifting before a single 64-bit division (no 128-bit division
 //! exists in the kernel).
 //!
-//! Choices (documented):
+//! Deviations and choices (the evidence is in testbed/notes/2026-11-27-oscar-deviations.md):
 //! - Time unit: ns throughout (the paper's 4-byte ns timestamps; the kernel has
 //!   `tcp_clock_ns()` and the skb's ns send time).
 //! - Send rate uses the bytes acked by the batch's samples instead of
 //!   `counts · MTU` (identical with one ACK per packet; right with delayed or
 //!   stretched ACKs).
-//! - §4.2's text says OSCAR "does not set the window above the base BDP, as
-//!   doing so would not increase throughput but only increase delay", but
-//!   Algorithm 2 line 12 reads `w = max(u·D_target·μ, BDP_base)`, a floor. We
-//!   follow the text (a cap, `min`): with the floor, N flows each keep a
-//!   window ≥ BDP, the flows stay rate-bound, the delay loop sees `u_w ≈ u`
-//!   and cannot pull the queue down, so U_AI walks the queue up without bound
-//!   (our simulator: 10 flows hold ~4 BDP of queue against a 0.5 BDP target).
-//!   With the cap, total window = Σu·D_target·μ and the queue settles at the
-//!   target. `bdp_floor = 1` selects the pseudocode's floor.
+//! - **The base BDP caps the window** (`min`), as §4.2's text says ("does not set the window
+//!   above the base BDP"); Algorithm 2 line 12 prints a floor (`max`, `bdp_floor = 1`), with
+//!   which rate-bound flows keep windows ≥ BDP, the delay loop cannot pull the queue down and
+//!   U_AI walks it up without bound (evidence: testbed/notes/2026-11-27-oscar-deviations.md#window-cap-not-floor).
 //! - Losses (the paper's Appendix A.1 treats full queues via delay): a loss
 //!   halves `u` at most once per RTT; an RTO quarters it. The estimator restarts
 //!   after an RTO or idle period, and a batch whose span exceeds 4τ (a stall)
 //!   is discarded rather than used.
-//! - **Undo.** When Linux finds a recovery or an RTO spurious (DSACKs or
-//!   timestamps show the "lost" packet arrived: reordering), `undo` puts `u`
-//!   back to at least its value before the cut, as `tcp_reno_undo_cwnd`
-//!   does for a window; the paper has no spurious losses (NIC transport,
-//!   no reordering). On a real host the veth path and multi-queue NICs
-//!   reorder, and without undo each reordering-induced recovery halved the
-//!   flow's rate for good. Measured (bench/realspeed.sh --rate-mbit 3000,
-//!   4 flows, 2026-11-26): 82–84 recoveries per sender in 6 s, 71–78 of
-//!   them undone by Linux; the port at 90.7–95.2 % (mean 93.2, 5 runs)
-//!   with undo and 89.3–94.7 % (mean 92.0, 3 runs) without — within the
-//!   runs' spread, since OSCAR is CPU-bound there (4.3–4.6 s of CPU per GB,
-//!   ~4× cubic's); testbed/RESULTS.md "Real speed".
+//! - **Undo.** When Linux finds a recovery or an RTO spurious (DSACKs or timestamps show the
+//!   "lost" packet arrived: reordering), `undo` puts `u` back to at least its value before the
+//!   cut, as `tcp_reno_undo_cwnd` does for a window. The paper has no spurious losses (NIC
+//!   transport, no reordering); on a real host the veth path and multi-queue NICs reorder, and
+//!   without undo each such recovery halved the flow's rate for good. No tunable
+//!   (evidence: testbed/notes/2026-11-27-oscar-deviations.md#undo).
 //! - D_target per flow is `RTT_base + target_qdelay` (§3.3's definition via
 //!   the target queue) with one network-wide target queueing delay; `1.5 ×
 //!   RTT_base` per flow would give inter-DC flows an 8–64× deeper target.
 //! - ε (delay equal to base RTT): `eps_q16 × RTT_base`, default 1/16, with a
 //!   1 µs floor (kernel RTT resolution).
-//! - **Host delay (real hosts; issue 28).** Where the paper says RTT_base —
-//!   the target delay `D_target = RTT_base + target_qdelay`, the window cap
-//!   `BDP_base`, the "delay = base" test of hyper increase, the estimator
-//!   period τ and the loss holdoff — this uses the flow's *pipe* RTT, base
-//!   RTT + the learned host delay ([`super::host`]). OSCAR's samples are
-//!   whole RTTs; on a real host they hold the end hosts' delay, which the
-//!   paper's NIC timestamps exclude. Evidence (bench/realspeed.sh, 4 flows
-//!   into a 1 Gbit/s port on this host's kernel, bpf_oscar): base RTT 6 µs
-//!   (idle), smoothed RTT 75–200 µs with no queue at the port. τ = 3 µs
-//!   while consecutive ACKs were ~50 µs apart, so every sample found its
-//!   batch older than 4τ and restarted it: the estimator never produced an
-//!   estimate, and the window stayed at the base-BDP cap of 750 bytes (the
-//!   kernel's 2-packet floor): port 61–73 %. With `bdp_floor = 1` and
-//!   `target_qdelay_ns = 200 µs` (a target that covers the host delay) the
-//!   port ran at 99.9 %, Jain 0.999. The pipe RTT alone was not enough: at
-//!   a 2-packet window every packet is its own skb, the CPU saturates
-//!   (CPU per GB 7–8× cubic's) and delays *every* packet alike, which the
-//!   host-delay model cannot tell from a switch queue (it read 4–7 µs), so
-//!   the delay loop kept decelerating (45–58 %). Hence also:
-//! - **Window floor of 10 packets** (`min_wnd_pkts`, Linux's initial
-//!   window; the paper's floor is one MTU). OSCAR's rate is set by its
-//!   pacing; the window is only a cap, and a cap of 2 packets makes the
-//!   host, not the port, the bottleneck. With 10 packets the kernel sends
-//!   multi-packet skbs, the host delay turns bursty again (learned: 150–250
-//!   µs) and the same run gives port 98.8 %, Jain 1.000, RTT 0.19 ms, queue
-//!   28 kB (counterfactual before the floor existed: `mtu = 9000`, i.e. a
-//!   12-packet floor, 99.1 %). `host_delay_gain_q16 = 0` and
-//!   `min_wnd_pkts = 2` give the paper's sizing.
-//!   At 3 Gbit/s on the same host a 20-packet floor took the port from
-//!   93–95 % to 94–98 % (no reordering-induced recoveries: window-limited
-//!   sends came from two CPUs) but tripled the 1 Gbit/s queue (29 → 90 kB):
-//!   left at 10 (testbed/RESULTS.md, "OSCAR's window floor at 3 Gbit/s").
-//! - **A stall is a batch older than 4τ or than 8 MTUs at the flow's own
-//!   rate.** At 3 Gbit/s the flows settled at u ≈ 0.13 (58 % of the port)
-//!   with RTTs at target: their ACKs came ~60 µs apart, more than 4τ after a
-//!   batch's first sample, so every batch was discarded as a stall before
-//!   its third sample and u could not rise again. The stale bound
-//!   `max(4τ, 8 MTU / pacing rate)` keeps batches of ≥ 3 samples whatever
-//!   the rate with ACKs of up to 2 MTUs (the paper's per-packet ACKs at line
-//!   rate never meet this). τ itself is unchanged: a floor on τ (4 or 8
-//!   MTUs at the flow's rate) moved the batch phase of the simulator's
-//!   jitter-free 10→1 test and slowed its convergence from 24 to 78–84
-//!   periods.
+//! - **Host delay (real hosts; issue 28).** Where the paper says RTT_base — the target delay
+//!   `D_target = RTT_base + target_qdelay`, the window cap `BDP_base`, the "delay = base" test
+//!   of hyper increase, the estimator period τ and the loss holdoff — this uses the flow's
+//!   *pipe* RTT, base RTT + the learned host delay ([`super::host`]). OSCAR's samples are whole
+//!   RTTs; on a real host they hold the end hosts' delay, which the paper's NIC timestamps
+//!   exclude, and from the idle base RTT the estimator never completed a batch. The pipe RTT
+//!   alone was not enough: hence also the window floor below. `host_delay_gain_q16 = 0` gives
+//!   the paper's sizing (evidence: testbed/notes/2026-11-27-oscar-deviations.md#host-delay).
+//! - **Window floor of 10 packets** (`min_wnd_pkts`, Linux's initial window; the paper's floor
+//!   is one MTU, the kernel's 2 packets: `min_wnd_pkts = 2` with `host_delay_gain_q16 = 0` gives
+//!   the paper's sizing). The window only caps OSCAR's paced rate, and a 2-packet cap makes the
+//!   host, not the port, the bottleneck (every packet its own skb, the CPU saturated)
+//!   (evidence: testbed/notes/2026-11-27-oscar-deviations.md#window-floor).
+//! - **A stall is a batch older than 4τ or than 8 MTUs at the flow's own rate**
+//!   (`max(4τ, 8 MTU / pacing rate)`), so that a slow flow's batches still reach 3 samples with
+//!   ACKs of up to 2 MTUs; with 4τ alone a flow whose ACKs came more than 4τ apart had every
+//!   batch discarded and u could not rise again (the paper's per-packet ACKs at line rate never
+//!   meet this). τ itself is unchanged. No tunable
+//!   (evidence: testbed/notes/2026-11-27-oscar-deviations.md#stale-batches).
 
 use super::fixed::{bdp_bytes, div_i64, mul_div, mul_sat, mul_sat_i64, mul_q16, ratio_q16, sat_u32, slope_q16, ONE, NSEC_PER_SEC};
 use super::host::HostDelay;

@@ -29,37 +29,15 @@
 //! | CC | tunable | paper default | `real-host` |
 //! |---|---|---|---|
 //! | uno | `fast_increase_epochs` | 0 (off: Algorithm 1) | 3: the reference code's fast increase (`use_fi`, on by default there, threshold 3; its figure scripts turn it off) |
-//!
-//! At a few-packet BDP the paper's α (0.1 % of a BDP per RTT: 5 bytes on
-//! a 1 Gbit/s, 40 µs pipe) regrows one packet in ~300 round trips, so
-//! whatever cuts the window holds it down (a lone flow used 56–62 % of a
-//! 1 Gbit/s port; 4 flows 81 % of 3 Gbit/s, against UnoCC's 88 % target);
-//! fast increase multiplies α by the run of unmarked epochs (83–86 % and
-//! 90 %: `testbed/RESULTS.md`, "A lone flow at real speed"). Its price in
-//! the simulator is a physical queue at 10 Gbit/s (31 kB mean instead of
-//! 2.6), so it is a preset for real hosts, not the default.
-//!
-//! | CC | tunable | paper default | `real-host` |
-//! |---|---|---|---|
 //! | oscar | `target_qdelay_ns` | half the intra-DC RTT (`D_target` = 1.5 base RTTs) | 1.5 × the intra-DC RTT |
 //!
-//! OSCAR's delay loop compares each batch's delay with `D_target`; on a
-//! real host the batches carry the end hosts' delay noise, of the order of
-//! the idle RTT the operator measures (a 71 µs ping over a 7 µs fabric
-//! here), and a target queue below it reads that noise as a queue. Four
-//! flows into a 3 Gbit/s port (`bench/realspeed.sh --rate-mbit 3000`,
-//! 2026-11-27): the paper's target (35 µs) held the port at 89.9–93.5 %
-//! (8 runs, 4.3–4.4 s of CPU per GB, 700–850 retransmissions); 1.5 × the
-//! 71 µs RTT (106 µs) at 98.1–99.0 % in five runs of six (one at 84.9 %;
-//! over 17 runs of 99–106.5 µs: median 98.1 %, 14 at ≥ 95 %), queues
-//! 14–94 kB (cubic's: 1,890 kB), 2.9–3.0 s per GB; at 1 Gbit/s
-//! 99.1–99.6 % with 36–39 kB of queue, as the paper's target (99.7–99.8 %,
-//! 41–47 kB), and a lone flow 92.6–97.4 % against 93.4–96.8 %. Tried and dropped as the default: a target that
-//! follows the learned host delay (it also holds the queue's variation
-//! within a round, so target and queue ratchet up together: 194–255 kB at
-//! 3 Gbit/s, Jain 0.93), and `D_target` = 1.5 × the pipe RTT (94.3–95.2 %,
-//! but it moves the simulator's jitter-free 10→1 convergence from 24 to 79
-//! periods).
+//! - uno: at a few-packet BDP the paper's α (0.1 % of a BDP per RTT) regrows one packet in
+//!   ~300 round trips, so whatever cuts the window holds it down; fast increase multiplies α by
+//!   the run of unmarked epochs. Its price in the simulator is a physical queue, so it is a
+//!   preset for real hosts, not the default (evidence: testbed/notes/2026-11-27-presets.md#unocc-real-host).
+//! - oscar: on a real host the batches carry the end hosts' delay noise, of the order of the
+//!   idle RTT the operator measures, and a target queue below it reads that noise as a queue
+//!   (evidence, and the variants tried: testbed/notes/2026-11-27-presets.md#oscar-real-host).
 //!
 //! Not in a CC preset, because they are not the sender's: the artifact's
 //! phantom-queue marking (RED 2–60 % of the phantom size, drain at line rate

@@ -24,14 +24,13 @@
 //! measurement, if the RTT is above the QA delay threshold and fewer than
 //! `β·cwnd` bytes were acked.
 //!
-//! Choices (documented, tunable):
-//! - Target RTT per flow: `trtt = the flow's base RTT + target_qdelay`, with
-//!   one network-wide target queueing delay (default half the intra-DC base
-//!   RTT, which is the paper's `trtt = 1.5 × brtt` for intra-DC flows; the UEC
-//!   code also keeps a `target_Qdelay`). A per-flow `1.5 × base` would let an
-//!   inter-DC flow (base 8× larger) sit happily on a queue 8× deeper than an
-//!   intra-DC flow tolerates: our simulator shows the intra-DC flows starved
-//!   (14 Mbit/s against 9.9 Gbit/s).
+//! Deviations and choices (each tunable; the evidence is in
+//! testbed/notes/2026-11-27-smartt-deviations.md):
+//! - **One network-wide target queueing delay**: `trtt = the flow's base RTT + target_qdelay`,
+//!   default half the intra-DC base RTT (the paper's `trtt = 1.5 × brtt` for intra-DC flows; the
+//!   UEC code also keeps a `target_Qdelay`). A per-flow `1.5 × base` lets inter-DC flows sit on
+//!   a queue 8× deeper and starves the intra-DC ones
+//!   (evidence: testbed/notes/2026-11-27-smartt-deviations.md#target-rtt-per-flow).
 //! - `fi` = 5 MTU per RTT at the reference BDP and `ref_bdp` = 100 Gbit/s ×
 //!   12 µs = 150 kB, the public UEC code's reference (`initNsccParams`); `pi`
 //!   = base/(trtt − base) = 2 as derived in §III-I4.
@@ -43,60 +42,25 @@
 //!   ("accumulate values per packet but update the cwnd less frequently to
 //!   avoid executing divisions per-packet") and the UEC code does; 1 gives the
 //!   exact per-ACK form. QuickAdapt and an idle restart drop the increase
-//!   still pending; MD and losses leave it pending.
-//! - **Host delay (real hosts; issue 28).** The window cap `1.5 × BDP`, the
-//!   increase scaling `a = BDP / ref_BDP` and QuickAdapt (its period, one
-//!   target RTT, and its delay threshold) use the flow's *pipe* RTT, base
-//!   RTT + the learned host delay ([`super::host`]), not the base RTT alone.
-//!   Evidence (bench/realspeed.sh, 4 flows into a 1 Gbit/s port on this
-//!   host's kernel, bpf_smartt): base RTT 6 µs (idle), smoothed RTT
-//!   140–170 µs with no queue at the port; the cap 1.5 × (1 Gbit/s × 6 µs)
-//!   = 1,125 bytes held every flow at the kernel's 2-packet floor: port
-//!   71 %, CPU per GB 7× cubic's. With the cap lifted (`max_wnd_bdp_q16` =
-//!   64) the port ran at 99.5 %: the cap from the idle RTT was the cause.
-//!   (Those runs had no ECN negotiated, a harness fault: README "Real
-//!   speed". With ECN and this change: 99.8 % at 1 Gbit/s, 99.6 % at 3.)
-//!   QuickAdapt: the simulator with end-host delay (scenario
-//!   realspeed-4to1) showed it measuring over 33 µs while ACKs came ~300 µs
-//!   apart and firing every period (45 % utilization whatever the cap); on
-//!   the host it rarely judged a period (large windows there are seldom
-//!   cwnd-limited) — the same flaw as UnoCC's. The target RTT of the
-//!   ECN × delay cases, FastIncrease's "RTT ≈ base" and the MD spacing stay
-//!   on the base RTT as in the paper: moving the target with the estimate
-//!   let a queue that built within a round raise the target and the queue
-//!   with it (tried: 277–320 kB of queue, 1.6 ms RTT); with the target on
-//!   the base RTT the ECN × delay cases still bound the queue (ECN marks +
-//!   RTT above target = MD). `host_delay_gain_q16 = 0` gives the paper's
-//!   base-RTT sizing.
-//! - **The window cap follows the ACK clock while the port reports no
-//!   queue (real hosts; issue 28).** The cap is `max_wnd_bdp × rate ×
-//!   max(pipe RTT, clock)`, the clock being the sender's smoothed RTT
-//!   ([`AckSample::srtt_ns`]: Linux's `srtt`, whose samples time the
-//!   oldest newly acked byte) taken at the end of a QuickAdapt measurement
-//!   period in which no ACK was ECN-marked (0 after a marked one).
-//!   Evidence (one flow into a 1 Gbit/s port on this host's kernel,
-//!   `bench/realspeed.sh --flows 1` and `testbed/host/run.py`, 2026-11-26):
-//!   with the cap on the pipe RTT alone a lone flow filled 40–43 % of the
-//!   port at cwnd 2.5 packets. Its window over its throughput, 3.6 kB /
-//!   49.5 B/µs = 73 µs, is the kernel's smoothed RTT (79 µs), not the mean
-//!   of the per-ACK samples the algorithm sees (40 µs: each ACK times its
-//!   *newest* packet, and under delayed and stretch ACKs the older ones
-//!   wait longer), and the pipe estimate (6 µs base + 23 µs of spread) was
-//!   below both. Raising the cap showed the flow's own limit: cap × 2
-//!   89 %, × 4 97 % (27 kB of queue), × 8 98 %. A cap on the smoothed RTT
-//!   at every ACK gave 96–98 %, but the smoothed RTT holds the switch's
-//!   queue too, so the cap stopped binding where it is the paper's incast
-//!   guard: realspeed-incast's 16 new flows completed in 34.5 ms on
-//!   average (p99 234 ms: drops and RTOs) instead of 13.5. Withdrawn after
-//!   a single marked ACK it still let 8 flows' caps follow their queue
-//!   (realspeed-8to1 229 kB). Withdrawn for a period with any mark: lone
-//!   flow 93.8–95.6 % with 10 kB of queue (cubic: 100 %, 550 kB), the
-//!   incast 7.2 ms (p99 9.6) instead of 14.3 (its long flow 98 % instead
-//!   of 41 %), and the 4→1 / 8→1 / join-leave queues 70 / 194 / 64 kB
-//!   against 86 / 219 / 44 kB for the pipe-RTT cap in the same session
-//!   (single runs; the same scenarios gave 70 / 159 / 34 kB the day
-//!   before). Where the adapter gives no smoothed RTT, or
-//!   `host_delay_gain_q16 = 0`, the cap is the paper's.
+//!   still pending; MD and losses leave it pending
+//!   (evidence for the quarter-window bound: testbed/notes/2026-11-27-smartt-deviations.md#increase-batches).
+//! - **Host delay (real hosts; issue 28).** The window cap `1.5 × BDP`, the increase scaling
+//!   `a = BDP / ref_BDP` and QuickAdapt (its period, one target RTT, and its delay threshold) use
+//!   the flow's *pipe* RTT, base RTT + the learned host delay ([`super::host`]): from the idle
+//!   base RTT the cap held every flow at the kernel's 2-packet floor, and QuickAdapt (in the
+//!   simulator with end-host delay) fired every period. The target RTT of the ECN × delay
+//!   cases, FastIncrease's "RTT ≈ base" and the MD spacing stay on the base RTT, as in the
+//!   paper: a target moved with the estimate ratchets up with the queue.
+//!   `host_delay_gain_q16 = 0` gives the paper's base-RTT sizing
+//!   (evidence: testbed/notes/2026-11-27-smartt-deviations.md#host-delay).
+//! - **The window cap follows the ACK clock while the port reports no queue (real hosts;
+//!   issue 28).** The cap is `max_wnd_bdp × rate × max(pipe RTT, clock)`, the clock being the
+//!   sender's smoothed RTT ([`AckSample::srtt_ns`]: Linux's `srtt`, whose samples time the
+//!   oldest newly acked byte) taken at the end of a QuickAdapt measurement period in which no
+//!   ACK was ECN-marked (0 after a marked one): a lone flow's ACK clock runs slower than the
+//!   pipe estimate, and a mark withdraws it so that the cap still guards against incast. Where
+//!   the adapter gives no smoothed RTT, or `host_delay_gain_q16 = 0`, the cap is the paper's
+//!   (evidence: testbed/notes/2026-11-27-smartt-deviations.md#window-cap-follows-the-ack-clock).
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, mul_sat, ratio_q16, sat_u32, ONE, SHIFT};
 use super::host::HostDelay;
@@ -405,10 +369,8 @@ impl Smartt {
         self.inc_acked = self.inc_acked.saturating_add(acked);
         self.inc_gap_bytes = self.inc_gap_bytes.saturating_add(mul_sat(gap_ns, acked as u64));
         // A batch is `increase_batch_pkts` MTUs but at most a quarter window:
-        // during development, batches as large as the window (8 packets per
-        // flow in the simulator's 16:1 incast) made that incast unfair (Jain
-        // 0.64); per-ACK and quarter-window batches pass the simulator's
-        // incast test (Jain ≥ 0.9: `cargo test -p xdcc-sim --test behaviour smartt`).
+        // window-sized batches made the simulator's incast unfair
+        // (evidence: testbed/notes/2026-11-27-smartt-deviations.md#increase-batches).
         let batch = core::cmp::min(p.increase_batch_pkts as u64 * p.mtu as u64, (self.w.bytes() / 4) as u64);
         if self.inc_acked as u64 >= batch {
             self.apply_increase(p, rtt);

@@ -1,4 +1,5 @@
-//! UnoCC — uno-sc25 §4.1, Algorithm 1 ("UnoCC's control loop").
+//! UnoCC — uno-sc25 §4.1, Algorithm 1 ("UnoCC's control loop"); reference code
+//! spcl/Uno_SC25 `sim/lcp.cpp`.
 //!
 //! Model. A window-based AIMD on ECN for intra- *and* inter-DC flows:
 //! - **AI (ONACK)**: every ACK not ECN-marked grows the window by
@@ -18,50 +19,32 @@
 //! - **QuickAdapt (ONQA)**: once per RTT, if fewer than `β · cwnd` bytes were
 //!   acked in that RTT the network is extremely congested and the window drops
 //!   to the bytes acked; then one RTT of hold-off without QA or MD (§4.1.2).
-//!   The paper's premise is a window-limited sender: a period whose last
-//!   sample is application-limited (to the Linux adapter: the window did not
-//!   limit the sender, e.g. the receive window did) is not judged.
-//!   The reference code judges every period (`processQaMeasurementEnd` has
-//!   no such gate): `qa_when_app_limited = 1`. Its flows of a few MB under a
-//!   one-BDP window (22 MB inter-DC) are never window-limited, so only with
-//!   it does QuickAdapt cut them after the border queues' first losses. In
-//!   the simulator (Uno Fig. 9, 8 border links, UnoLB, 20 seeds) it takes
-//!   the mean completion time from 6.94 to 5.74 ms, the artifact's 5.63,
-//!   but moves Uno + ECMP's p99 away from it (16.0 → 17.8 ms, artifact 15.8)
-//!   and Fig. 13C's PLB + EC far away (17.2 → 29.2 ms, artifact 13.6), so
-//!   the `uno-artifact` preset leaves it off (testbed/RESULTS.md, "Uno's
-//!   load balancing and coding").
 //!
-//! Paper vs reference code (spcl/Uno_SC25 `sim/lcp.cpp`), choices made here:
-//! - Physical-queue test: paper says "delay == 0"; code uses
-//!   `rtt > 1.055 × base_rtt`. An exact zero never happens with real clocks,
-//!   so we allow a tolerance, but the paper's one for every flow: queueing
-//!   delay above `queue_delay_tol_q16` (0.055) × the intra-DC RTT (`epoch_ns`),
-//!   floor 1 µs (the kernel's RTT resolution). A physical queue delays every
-//!   flow through it by the same time; a tolerance relative to each flow's own
-//!   base RTT (the code's) lets a queue that intra-DC flows read as physical
-//!   (full MD) pass as phantom-only for inter-DC flows (gentle MD, × 0.3), which
-//!   then take several times the intra-DC flows' share of a shared port.
-//!   `queue_tol_own_rtt = 1` selects the code's rule (the `uno-artifact` preset).
-//! - Gentle factor: paper 0.3 (`phantom_md_scale_q16`), code 0.35: tunable.
-//!   Algorithm 1 line 10 literally compounds it (`MD_scale = MD_scale × 0.3`)
-//!   until an epoch sees a physical queue. At full utilization a phantom
-//!   queue draining at 0.9 × line rate never empties, so every epoch is
-//!   phantom-congested, MD_scale decays to 0 and the MD switches itself off
-//!   for good (our simulator shows flows frozen at their initial windows).
-//!   Default here: `MD_scale = 0.3` for each phantom-only epoch, as the code
-//!   does; `cumulative_gentle_md = 1` selects the literal reading.
+//! Deviations (from the paper, and from the reference code where the two differ). Each names
+//! the tunable or preset, if any, that gives the other behaviour; the evidence is in
+//! testbed/notes/2026-11-27-unocc-deviations.md.
+//! - **QuickAdapt judges window-limited periods only** (the paper's premise): a period whose
+//!   last sample is application-limited (the window did not limit the sender) is skipped. The
+//!   code judges every period: `qa_when_app_limited = 1`, not in `uno-artifact`, since it moves
+//!   two of the artifact's figures away from it
+//!   (evidence: testbed/notes/2026-11-27-unocc-deviations.md#quickadapt-and-application-limited-periods).
+//! - **Physical-queue test**: a queueing delay above `queue_delay_tol_q16` (0.055) × the
+//!   intra-DC RTT, floor 1 µs, the same for every flow (paper: "delay == 0", which real clocks
+//!   never show). The code's 5.5 % of each flow's own base RTT (`queue_tol_own_rtt = 1`,
+//!   `uno-artifact`) lets inter-DC flows read a shared queue as phantom and take several times
+//!   the intra-DC share (evidence: testbed/notes/2026-11-27-unocc-deviations.md#physical-queue-test).
+//! - **Gentle factor not compounded**: `MD_scale = 0.3` for each phantom-only epoch, as the
+//!   code does (its factor 0.35: `phantom_md_scale_q16`); the literal `MD_scale × 0.3`
+//!   (`cumulative_gentle_md = 1`) decays to 0 under a phantom queue that never empties and
+//!   freezes the flows (evidence: testbed/notes/2026-11-27-unocc-deviations.md#gentle-factor).
 //! - E's EWMA gain: code 1.0 (no smoothing), paper runs 0.65: default 0.65
 //!   (weight of the newest epoch), tunable (`ecn_ewma_gain_q16 = ONE` gives the
 //!   code's behaviour).
-//! - QuickAdapt window: paper `cwnd = bytes_acked`, code `× 0.96`: default 1.0,
-//!   tunable (`qa_scale_q16`). The code's extra RTT-based QA trigger is not used.
-//!   "Bytes acked < β·cwnd" compares with the window at the *start* of the QA
-//!   period: with the current window, an AI step taken by the period's last
-//!   ACK lets a flow of 1–2 packets fail the test on every period (one packet
-//!   acked, window just above two packets) and QA pins it at one packet.
-//!   For the same reason the shortfall must exceed one packet (a period of one
-//!   base RTT cannot resolve less): `acked + mtu < β·cwnd`.
+//! - **QuickAdapt's test**: `cwnd = bytes_acked` (code `× 0.96`: `qa_scale_q16`), judged
+//!   against the window at the *start* of the period and only for a shortfall above one packet,
+//!   `acked + mtu < β·cwnd`; against the current window (`qa_vs_current = 1`, the code's) QA
+//!   pins a 1–2 packet flow at one packet. The code's extra RTT-based QA trigger is not used
+//!   (evidence: testbed/notes/2026-11-27-unocc-deviations.md#quickadapt-window).
 //! - AI: code increases only while `rtt < target`; we follow the paper (every
 //!   unmarked ACK).
 //! - The code's `aimd_phantom` variant (the one its paper scripts run): at a
@@ -70,107 +53,30 @@
 //!   AI step for the epoch's acked bytes instead of cutting. Tunable
 //!   `aimd_phantom` (default 0 = the paper's Algorithm 1; see RESULTS.md for
 //!   the measurement behind the default).
-//! - The code's **fast increase** (`use_fi`, threshold 3 epochs; not in the
-//!   paper, and its figure scripts pass `-noFi`): after
-//!   `fast_increase_epochs` unmarked epochs in a row, α is multiplied by
-//!   the number of unmarked epochs in a row; a marked ACK, QuickAdapt, a loss
-//!   or an RTO start the count again. Default 0 (off). In the simulator
-//!   (`xdcc-sim run … --cc uno --set uno.fast_increase_epochs=3`): rtt-fairness
-//!   converges in 13 ms instead of 87 at the same Jain (0.998) and
-//!   utilization (89.9 / 88.1 %), but holds a physical queue of 31 kB (p99
-//!   147) instead of 2.6 (6.0); incast-16to1 Jain 0.936 instead of 0.965.
-//!   On this host at real speed (2026-11-26, `--set
-//!   bpf_uno:fast_increase_epochs=3`): a lone flow 84–86 % instead of
-//!   56–62 % (89 % once the host delay was read above the base RTT,
-//!   "Host delay" below) (α regrows a packet in ~290 round trips at a few-packet BDP:
-//!   the per-ACK trace, testbed/RESULTS.md "A lone flow at real speed"),
-//!   4 flows 95.1 % at 1 Gbit/s (93.1) and 90.0 % at 3 Gbit/s (81.1, the 88 %
-//!   target met), realspeed-incast's long flow 86.7 % (49.5) with the incast
-//!   done in 12.9 ms (19.5), realspeed-4to1 unchanged (96.6 / 97.0 %). Kept
-//!   off by default: it is not the paper's Algorithm 1 and its figure runs
-//!   disable it; the `real-host` preset (`presets.rs`) turns it on for
-//!   real servers.
+//! - **Fast increase**, the code's (`use_fi`, threshold 3; not in the paper, whose figure
+//!   scripts pass `-noFi`): after `fast_increase_epochs` unmarked epochs in a row α is
+//!   multiplied by their number. Off by default (Algorithm 1); the `real-host` preset turns it on,
+//!   as the paper's α regrows a packet too slowly in a few-packet pipe, at the price of a physical
+//!   queue in the simulator (evidence: testbed/notes/2026-11-27-unocc-deviations.md#fast-increase).
 //! - Loss (stands in for NACK/timeout, which TCP does not have): one cut as if
 //!   the whole epoch were marked (`E = 1`), at most once per RTT. RTO: window to
 //!   one packet and slow start back to half the old window (TCP's RTO rule;
 //!   the kernel enforces it anyway).
 //! - Start: the window starts at one BDP of the handshake RTT (the paper's
 //!   flows start at line rate), without slow start.
-//! - **Host delay (real hosts; issue 28).** QuickAdapt's period and the
-//!   flow's BDP (α = 0.1 % of it, `4K/(K+BDP)`, the optional window cap) use
-//!   the flow's *pipe* RTT, base RTT + the learned host delay
-//!   ([`super::host`]), not the base RTT alone. Evidence (bench/realspeed.sh, 4 flows into a
-//!   1 Gbit/s port on this host's kernel, bpf_uno): base RTT 6 µs (idle),
-//!   smoothed RTT 120–170 µs with no queue at the port; a 6 µs period saw
-//!   one ACK, "fewer than β·cwnd acked" held every period once the window
-//!   passed ~4 packets, and QA set the window to the bytes acked: every
-//!   flow at cwnd 2, the port at 72 %, the CPU saturated by 2-packet
-//!   windows (CPU per GB 6.9× cubic's). With QA off (`qa_beta_q16 = 0`) the
-//!   port ran at 99.3 %: QA's period was the cause. With the pipe RTT the
-//!   test means what the paper means — fewer bytes came back in one
-//!   unqueued RTT than half a window — on a host as in a NIC. In the
-//!   simulator the estimate reads only queue variation (rtt-fairness and
-//!   incast-16to1: utilization and Jain within 0.5 point).
-//!   `host_delay_gain_q16 = 0` gives the paper's period. (These runs had no
-//!   ECN negotiated — a harness fault, testbed/RESULTS.md "Real speed".
-//!   With ECN UnoCC stayed at 75–81 % there; the pacing below was why.)
-//!   **The host delay is read above the base RTT in unmarked rounds**
-//!   (`host.rs`, the "floor" reading: UnoCC's ports mark before a physical
-//!   queue forms, so a round without a mark holds host delay, not a
-//!   queue), and **the physical-queue test compares the RTT with the pipe
-//!   RTT** (base + host delay), so it measures the port, not the host.
-//!   Evidence (per-ACK trace, `xdcc cc trace bpf_uno`, a lone flow into a
-//!   1 Gbit/s port; testbed/RESULTS.md "UnoCC's pipe on a real host"):
-//!   every sample was 21–34 µs (p10–p90) over a 6 µs base RTT, the
-//!   round-spread estimate read 1–4 µs, so every marked epoch read as a
-//!   physical queue and cut the full `E·4K/(K+BDP)` (capped at ½):
-//!   the window went 6 → 3 packets at each phantom mark. With both
-//!   changes (estimate 18–21 µs), in interleaved runs: a lone flow 60.7 /
-//!   61.7 / 66.2 % against 51.3 / 53.2 / 54.6 %; four flows at 3 Gbit/s
-//!   84.5 / 84.0 / 85.5 % against 80.1 / 79.8 / 81.6 % (queue and Jain
-//!   alike); four at 1 Gbit/s 91.2 / 92.0 / 92.6 % against 93.0 / 92.7 %.
-//!   Simulator (5 seeds): rtt-fairness-1g 89.8 % / Jain 0.955 against
-//!   89.3 / 0.944; incast-16to1 Jain 0.953 ± 0.007 against 0.967 ± 0.013
-//!   (its unmarked rounds hold queue, which the estimate learns), queue
-//!   unchanged; rtt-fairness and single-flow unchanged.
-//! - **Pacing: the window over the base RTT**, as the reference code paces
-//!   (`cwnd / base RTT`; the paper: "hardware pacing"), not the Linux
-//!   adapter's window pacing over the *smoothed* RTT that the other window
-//!   algorithms get. Evidence (bench/realspeed.sh, 4 flows into a 1 Gbit/s
-//!   port, ECN on, 6 s runs): paced at `cwnd × mss / srtt` UnoCC ran at
-//!   75–81 % with a mean RTT of 0.13 ms and no queue at the port. On a host
-//!   the smoothed RTT holds host delay — CPU stalls lift it to 0.1–0.7 ms
-//!   while most samples are 20–50 µs — and a rate of a few-packet window
-//!   over it is below what the window allows in the short RTTs between
-//!   stalls, so the flow never catches up. Window pacing at 1000 % (no
-//!   limit in practice) gave 92–94 %; `cwnd / (base RTT + host delay)`
-//!   83–85 % with Jain 0.77–0.83 (per-flow estimates differ);
-//!   `cwnd / base RTT` 88–94 %, Jain ≥ 0.99, mean RTT 0.05 ms. At that
-//!   rate the port is full enough that the phantom queue (draining at
-//!   90 %) stays above kmax and marks most packets, while the windows sit
-//!   at Linux's two-packet floor: four flows of two packets exceed 90 % of
-//!   a pipe of ~40 µs at 1 Gbit/s, so no window-based CC can go lower there.
-//!   In the simulator (no host delay; the scenarios that pace use
-//!   `cwnd / srtt`) rtt-fairness, incast-16to1 and single-flow are
-//!   unchanged (utilization within 0.1 point, Jain within 0.01). Being
-//!   paced by its window, UnoCC remains window-limited to the adapter
-//!   ([`CongestionControl::rate_limited`] is false).
-//!   `unpaced_at_line_rate` (default off) leaves a flow unpaced while
-//!   `cwnd / base RTT` is at or above the line rate, as the paper's NIC
-//!   pacing would (a NIC sends at most at line rate). On a host with a µs
-//!   base RTT that rate was 7.5–44.5 Gbit/s on a 3 Gbit/s port: it limited
-//!   nothing, yet every skb of a burst waited for a pacing slot, and both
-//!   CPUs saturated (perf: testbed/RESULTS.md). Unpaced there: 4 flows
-//!   99.4 % of 1 Gbit/s and 90.3 % of 3 Gbit/s, against 87.3 and 83.2 %
-//!   paced in the same session (bench/realspeed.sh --set
-//!   bpf_uno:unpaced_at_line_rate=1; those paced numbers are without the
-//!   `real-host` preset's fast increase, with which paced UnoCC holds
-//!   89.8–90.5 % of 3 Gbit/s). Not the default nor in the preset: it takes
-//!   a 1 Gbit/s port to 98–99 % with 96–97 % of packets marked, because at
-//!   a 20–30 µs RTT the kernel's 2-packet floor window already sends
-//!   ~0.93 Gbit/s and no window can keep the phantom queue's headroom
-//!   (beside realspeed-incast's long flow the short flows took 11.1–20.1 ms
-//!   unpaced against 9.6–16.3 paced, six and five runs).
+//! - **Host delay (real hosts; issue 28).** QuickAdapt's period, the flow's BDP (α,
+//!   `4K/(K+BDP)`, the optional window cap) and the physical-queue test use the *pipe* RTT,
+//!   base RTT + the host delay ([`super::host`]), read above the base RTT in unmarked rounds
+//!   (the "floor" reading: UnoCC's ports mark before a physical queue forms). On a host a
+//!   base-RTT period sees one ACK, so QuickAdapt pins every window at 2 packets, and the host's
+//!   delay reads as a physical queue (full cuts at phantom marks). `host_delay_gain_q16 = 0`
+//!   gives the paper's sizing (evidence: testbed/notes/2026-11-27-unocc-deviations.md#host-delay).
+//! - **Pacing: the window over the base RTT**, as the code paces (`cwnd / base RTT`; the paper:
+//!   "hardware pacing"), not the Linux adapter's `cwnd / srtt`: on a host the smoothed RTT holds
+//!   CPU stalls and that rate falls below what the window allows. UnoCC stays window-limited to
+//!   the adapter ([`CongestionControl::rate_limited`] is false). `unpaced_at_line_rate = 1`
+//!   (default off) leaves a flow unpaced once that rate reaches the line rate, as a NIC would
+//!   (evidence: testbed/notes/2026-11-27-unocc-deviations.md#pacing).
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, mul_sat, ratio_q16, sat_u32, ONE, SHIFT};
 use super::host::HostDelay;
