@@ -351,7 +351,9 @@ pub struct Counters {
     /// Tracked flows that closed without an entry: the flow table (an LRU
     /// map of the agent's `max_open_flows`) evicted them while they were
     /// open, so more flows were open at once than it holds. Their final
-    /// record is lost; raise `max_open_flows`.
+    /// record is lost; raise `max_open_flows`. (After an agent restart, the
+    /// flows the previous agent tracked count here too as they close: their
+    /// sockets keep the state callback, the new table never had them.)
     pub open_flows_evicted: u64,
 }
 
