@@ -47,8 +47,10 @@ check "gemodel loss configured" sh -c "tc -n $A qdisc show dev a0 | grep -q 'los
 check "revert a" "$X" switch revert a0 --netns $A
 check "revert b" "$X" switch revert b0 --netns $B
 check "no htb left" sh -c "! tc -n $A qdisc show dev a0 | grep -q htb"
-after=$(rtt_ms)
-check "RTT back to base after revert (< 5 ms)" test "$after" -lt 5
+# (The least of three handshakes: one under TCG once took 5 ms on a busy
+# host; a netem left behind would delay every one by 10 ms.)
+after=$(for _ in 1 2 3; do rtt_ms; done | sort -n | head -1)
+check "RTT back to base after revert (< 5 ms, least of 3 handshakes: $after ms)" test "$after" -lt 5
 kill $srv
 ns_cleanup
 tap_done
