@@ -7,7 +7,7 @@
 //! few-µs base RTT. The flow's minimum RTT (taken when the host was idle)
 //! has none of it. An algorithm that sizes a window, a measurement period or
 //! a target from that minimum alone sees a pipe 10–30× shorter than its ACK
-//! clock really is (issue 28; evidence: testbed/notes/2026-11-27-host-delay.md#why-a-host-delay).
+//! clock really is (evidence: testbed/notes/2026-11-27-host-delay.md#why-a-host-delay).
 //!
 //! Model. A switch queue delays *every* packet that passes it while it lasts;
 //! host delay is bursty: packets that find the CPU free pass at once, others
@@ -20,7 +20,7 @@
 //! The estimate is the EWMA of every round's `mean − min`. The mean, not a
 //! low percentile, is what a window needs: the ACK clock runs at the mean
 //! RTT, and host delay is heavy-tailed
-//! (evidence, and two variants tried and dropped: testbed/notes/2026-11-27-host-delay.md#the-round-mean).
+//! (evidence, and the readings compared: testbed/notes/2026-11-27-host-delay.md#the-round-mean).
 //! `base RTT + host delay` is the flow's **pipe RTT**: what one window takes to come back when
 //! no switch queues it. In the simulator (no host) the estimate reads only a queue's variation
 //! within a round: small, but not 0 (evidence: testbed/notes/2026-11-27-host-delay.md#in-the-simulator).
