@@ -25,77 +25,87 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
+# Each step is announced with the time the suite has run so far and what the
+# step before it took: CI has a time limit, and this is where it goes.
+step_started=$SECONDS
+stage() {
+    printf '[test] [%dm%02ds, last step %ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) \
+        $((SECONDS - step_started)) "$1" >&2
+    step_started=$SECONDS
+}
+
 if ! command -v cargo >/dev/null; then
-    echo "[test] installing a Rust toolchain (Debian packages)" >&2
+    stage "installing a Rust toolchain (Debian packages)"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq && apt-get install -y -qq cargo rustc >/dev/null
 fi
 
-echo "[test] eBPF toolchain (rustc-web, bpf-linker, bpftool, test tools)" >&2
+stage "eBPF toolchain (rustc-web, bpf-linker, bpftool, test tools)"
 XDCC_BPF_LINKER_DIR=$(ebpf/install-toolchain.sh)
 
-echo "[test] the CLI crate's unit tests without building any BPF object (XDCC_NO_BPF=1: no bpf-linker, no BTF)" >&2
+stage "the CLI crate's unit tests without building any BPF object (XDCC_NO_BPF=1: no bpf-linker, no BTF)"
 XDCC_NO_BPF=1 cargo test --release --locked -p xdcc
 export XDCC_BPF_LINKER_DIR
 
-echo "[test] cargo tests (release build: overflow checks stay on, as in the kernel)" >&2
+stage "cargo tests (release build: overflow checks stay on, as in the kernel)"
 cargo test --release --workspace --locked
 cargo build --release --locked -p xdcc -p xdcc-metrics -p xdcc-sim
 
-echo "[test] BPF struct_ops CCs: build from the algorithm crate, check it is BPF-clean (no 128-bit ops, overflow intrinsics, signed division, libcalls)" >&2
+stage "BPF struct_ops CCs: build from the algorithm crate, check it is BPF-clean (no 128-bit ops, overflow intrinsics, signed division, libcalls)"
 bpf_out=$(mktemp -d)
 kmods/bpf/build.sh "$bpf_out"
 rm -rf "$bpf_out"
 
-echo "[test] coverage-guided fuzzers, briefly: every CC through the Linux adapter, and the fast paths against the full logic (20,000 sequences each; the deep run is kmods/algo/fuzz/run.sh)" >&2
+stage "coverage-guided fuzzers, briefly: every CC through the Linux adapter, and the fast paths against the full logic (20,000 sequences each; the deep run is kmods/algo/fuzz/run.sh)"
 kmods/algo/fuzz/run.sh 20000
 
-echo "[test] testbed runner units (scenarios, topology validation, profiles, metrics)" >&2
+stage "testbed runner units (scenarios, topology validation, profiles, metrics)"
 if [[ ! -x /usr/bin/python3 ]] || ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq && apt-get install -y -qq python3 python3-matplotlib >/dev/null
 fi
 /usr/bin/python3 testbed/runner/test_runner.py
 
-echo "[test] docs: every relative link and anchor in README.md, docs/ and RESULTS.md resolves" >&2
+stage "docs: every relative link and anchor in README.md, docs/ and RESULTS.md resolves"
 /usr/bin/python3 docs/check_links.py
-echo "[test] docs: the tunables reference in docs/tunables.md matches the Params doc comments and defaults" >&2
+stage "docs: the tunables reference in docs/tunables.md matches the Params doc comments and defaults"
 /usr/bin/python3 docs/gen_tunables.py --check
-echo "[test] docs: the CLI reference in docs/cli-reference.md matches the binary's help" >&2
+stage "docs: the CLI reference in docs/cli-reference.md matches the binary's help"
 /usr/bin/python3 docs/gen_cli.py --check
 
 if [[ ${XDCC_SKIP_NETNS:-0} != 1 ]]; then
-    echo "[test] eBPF telemetry, rerouting and the CLI in network namespaces (host kernel)" >&2
+    stage "eBPF telemetry, rerouting and the CLI in network namespaces (host kernel)"
     userspace/tests/netns.sh
-    echo "[test] real speed on the host kernel: the BPF CCs through a 1 Gbit/s port against their targets, and the host backend end to end (userspace/tests/realspeed.sh, ~1.5 min)" >&2
+    stage "real speed on the host kernel: the BPF CCs through a 1 Gbit/s port against their targets, and the host backend end to end (userspace/tests/realspeed.sh, ~1.5 min)"
     userspace/tests/realspeed.sh
-    echo "[test] the testbed's servers backend over SSH against four sshd namespaces (userspace/tests/servers.sh, ~30 s)" >&2
+    stage "the testbed's servers backend over SSH against four sshd namespaces (userspace/tests/servers.sh, ~30 s)"
     userspace/tests/servers.sh
-    echo "[test] the systemd units under a real systemd (systemd-nspawn --boot of a Debian root; userspace/tests/systemd.sh)" >&2
+    stage "the systemd units under a real systemd (systemd-nspawn --boot of a Debian root; userspace/tests/systemd.sh)"
     userspace/tests/systemd.sh
-    echo "[test] the Ansible role rolling xdcc out to three hosts (systemd-nspawn with sshd; userspace/tests/ansible.sh, ~1 min)" >&2
+    stage "the Ansible role rolling xdcc out to three hosts (systemd-nspawn with sshd; userspace/tests/ansible.sh, ~1 min)"
     userspace/tests/ansible.sh
 fi
 
 if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
-    echo "[test] kernel modules and the xdcc CLI in the VM (every CC of xdcc cc known: tcp_<cc>)" >&2
+    stage "kernel modules and the xdcc CLI in the VM (every CC of xdcc cc known: tcp_<cc>)"
     testbed/kernel/build.sh >/dev/null
     testbed/vm/run.sh --timeout 1800 testbed/vm/tests/kmods.sh
-    echo "[test] kernel modules through event sequences (RTO storm, app-limited, idle, non-ECN peer, delayed ACKs, no handshake RTT) in the VM" >&2
+    stage "kernel modules through event sequences (RTO storm, app-limited, idle, non-ECN peer, delayed ACKs, no handshake RTT) in the VM"
     testbed/vm/run.sh --timeout 1500 testbed/vm/tests/events.sh
-    echo "[test] xdcc's DCTCP against Linux's own tcp_dctcp on a step-marking port in the VM" >&2
+    stage "xdcc's DCTCP against Linux's own tcp_dctcp on a step-marking port in the VM"
     testbed/vm/run.sh --timeout 900 testbed/vm/tests/dctcp.sh
-    echo "[test] switch profiles (RED, step marking, netem) in the VM" >&2
+    stage "switch profiles (RED, step marking, netem) in the VM"
     testbed/vm/run.sh --timeout 300 testbed/vm/tests/switch.sh
-    echo "[test] testbed: 2-DC topology (namespaces, addresses, routes, qdiscs) in the VM" >&2
+    stage "testbed: 2-DC topology (namespaces, addresses, routes, qdiscs) in the VM"
     testbed/vm/run.sh --timeout 600 testbed/runner/guest.sh topo-test
-    echo "[test] testbed: the CI smoke scenario end to end, down to a report" >&2
+    stage "testbed: the CI smoke scenario end to end, down to a report"
     smoke=$(mktemp -d)
     trap 'rm -rf "$smoke"' EXIT
     # (--cc with a comma: the list must reach the guest as one argument)
     testbed/run.sh ci-smoke --cc gemini,dctcp --out "$smoke"
     /usr/bin/python3 testbed/runner/check_report.py "$smoke"
-    echo "[test] testbed: a real-speed scenario file on the VM backend (the modules, 20x slowed), judged as on the host backend" >&2
+    stage "testbed: a real-speed scenario file on the VM backend (the modules, 20x slowed), judged as on the host backend"
     testbed/run.sh --backend vm realspeed-incast --cc dctcp --out "$smoke/vm"
     testbed/host/check_dctcp_incast.py "$smoke/vm" "vm backend"
 fi
+stage "all suites passed"

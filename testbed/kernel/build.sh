@@ -148,8 +148,10 @@ build_kernel() {
 build_modules() {
     local build=$1
     [[ -f $root/Kbuild ]] || return 0
+    # (Not the *.mod.c files the build itself writes into kmods/: they would
+    # make every second call rebuild.)
     local stamp="$root/kmods/.xdcc-built-for" mkey
-    mkey=$( { echo "$build"; cat "$build/.xdcc-complete" 2>/dev/null; find "$root/Kbuild" "$root/kmods" -type f \( -name '*.rs' -o -name 'Kbuild' -o -name '*.c' \) -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)
+    mkey=$( { echo "$build"; cat "$build/.xdcc-complete" 2>/dev/null; find "$root/Kbuild" "$root/kmods" -type f \( -name '*.rs' -o -name 'Kbuild' -o -name '*.c' \) ! -name '*.mod.c' -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)
     if [[ -f $stamp && $(cat "$stamp") == "$mkey" ]] && ls "$root"/kmods/*.ko >/dev/null 2>&1; then
         log "modules: up to date"
         return

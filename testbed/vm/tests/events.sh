@@ -239,7 +239,7 @@ test_base_rtt_seed() {
 }
 
 for cc in "${ccs[@]}"; do
-    echo "=== tcp_$cc"
+    part "tcp_$cc"
     insmod "$root/kmods/tcp_$cc.ko" || { bad "insmod tcp_$cc"; continue; }
     configure_cc "$cc"
     test_rto_storm "$cc"

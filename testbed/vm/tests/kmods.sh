@@ -33,8 +33,9 @@ if ((only_robustness == 0)); then
     done
 fi
 if (($# == 0)) || ((only_robustness)); then
-    echo "=== robustness"
+    part robustness
     for cc in "${ccs[@]}"; do test_tunable_fuzz "$cc"; done
+    part "load/transfer/unload churn"
     test_churn
 fi
 (($# || only_robustness)) || test_cli

@@ -5,6 +5,10 @@
 # shellcheck shell=bash
 source "$(dirname "${BASH_SOURCE[0]}")/../../../tests/lib/lib.sh"
 
+# A part of a suite begins: its name and the seconds the guest has run so
+# far (the suites share CI's time limit; this shows where it goes).
+part() { echo "=== $1 [$(cut -d. -f1 /proc/uptime) s since boot]"; }
+
 RATE=20mbit
 RTT=4ms   # base RTT; BDP 10 kB (7 packets)
 

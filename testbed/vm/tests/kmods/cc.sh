@@ -57,7 +57,7 @@ test_cc() {
     local cc=$1 mod="tcp_$1" ko="$root/kmods/tcp_$1.ko" ecn=0
     cc_is "$cc" needs_ecn && ecn=1
     [[ -v ECN_ONLY[$cc] && -v RANGE_CHECK[$cc] ]] || { bad "$mod: no entry in testbed/vm/tests/kmods/per-cc.sh"; return; }
-    echo "=== $mod"
+    part "$mod"
 
     check "$mod: insmod" insmod "$ko"
     configure_cc "$cc"

@@ -4,7 +4,7 @@
 # The xdcc CLI against the real modules: load/unload, selection, tunables.
 test_cli() {
     local X=$XDCC_BIN
-    echo "=== xdcc CLI"
+    part "xdcc CLI"
     [[ -x $X ]] || { bad "xdcc CLI: $X not built (cargo build --release -p xdcc)"; return; }
     export XDCC_MODULE_DIR="$root/kmods"
     # check (preflight): what this guest really has. Its kernel has modules
