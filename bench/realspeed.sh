@@ -34,7 +34,7 @@
 #   bench/realspeed.sh [--rate-mbit R] [--nic-mbit R] [--shaper-burst] [--secs S] [--flows N] [--cc a,b,..]
 #                      [--real-host] [--preset cc:name ...]
 #                      [--set cc:knob=value ...] [--no-marker] [--trace DIR]
-#                      [--phantom-feed enqueue|link] [--json FILE]
+#                      [--phantom-feed enqueue|link] [--sender-cpu N] [--json FILE]
 # --nic-mbit R gives the senders NICs of R Mbit/s (HTB on their ports) and
 # the markers the same ingress links (`xdcc mark-phantom --ingress-rate-mbit`:
 # a burst the router gets at once queues as it would behind such links).
@@ -50,10 +50,13 @@
 # sender s1's TCP counters over each run (nstat: recoveries, undos) and
 # per-100 ms samples of ss -tin and xdcc flows per CC in DIR, --json writes
 # the table as {cc: {util_pct, rtt_ms, ...}} (userspace/tests/realspeed.sh).
+# --sender-cpu N pins s1's iperf3 client to CPU N: a sender that moves
+# between CPUs reorders its own packets on veth (each CPU's backlog drains
+# on its own), which a NIC's one transmit queue per flow does not.
 # Root. Numbers, not assertions.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rate=1000 nic="" shaper_burst=0 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() presets=() real_host=0 feed=enqueue
+sender_cpu="" rate=1000 nic="" shaper_burst=0 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() presets=() real_host=0 feed=enqueue
 while (($#)); do
     case $1 in
         --rate-mbit) rate=$2; shift 2 ;;
@@ -69,6 +72,7 @@ while (($#)); do
         --phantom-feed) feed=$2; shift 2 ;;
         --trace) trace=$2; shift 2 ;;
         --json) json=$2; shift 2 ;;
+        --sender-cpu) sender_cpu=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "bench/realspeed.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
     esac
@@ -77,6 +81,7 @@ done
 [[ -z $nic ]] || [[ $nic =~ ^[0-9]+$ && $nic -ge 0 && $nic -le 400000 ]] || { echo "bench/realspeed.sh: --nic-mbit must be an integer from 0 to 400000" >&2; exit 2; }
 [[ $secs =~ ^[0-9]+$ && $secs -ge 2 ]] || { echo "bench/realspeed.sh: --secs must be an integer >= 2" >&2; exit 2; }
 [[ $flows =~ ^[0-9]+$ && $flows -ge 1 && ( $flows == 1 || $((flows % 2)) == 0 ) ]] || { echo "bench/realspeed.sh: --flows must be 1 or an even integer >= 2" >&2; exit 2; }
+[[ -z $sender_cpu ]] || [[ $sender_cpu =~ ^[0-9]+$ && $sender_cpu -lt $(nproc) ]] || { echo "bench/realspeed.sh: --sender-cpu must be a CPU number below $(nproc)" >&2; exit 2; }
 [[ $feed == enqueue || $feed == link ]] || { echo "bench/realspeed.sh: --phantom-feed is enqueue or link" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "bench/realspeed.sh: needs root (network namespaces, BPF)" >&2; exit 2; }
 for t in iperf3 jq tc ping; do command -v $t >/dev/null || { echo "bench/realspeed.sh: needs $t" >&2; exit 2; }; done
@@ -214,7 +219,7 @@ for cc in $ccs; do
     mpid=""; run_marker "$cc"
     [[ -z $trace ]] || ip netns exec "$(N s1)" nstat -az >"$work/nstat0"
     b0=$(busy) p0=$(port_bytes) d0=$(port_drops)
-    ip netns exec "$(N s1)" iperf3 -c 10.77.3.1 -p 5301 -P "$per" -t "$secs" -C "$cc" -J >"$work/s1.json" &
+    ip netns exec "$(N s1)" iperf3 ${sender_cpu:+-A "$sender_cpu"} -c 10.77.3.1 -p 5301 -P "$per" -t "$secs" -C "$cc" -J >"$work/s1.json" &
     c1=$!
     c2=""
     if ((per2)); then
