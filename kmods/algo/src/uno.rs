@@ -69,13 +69,8 @@
 //!   base RTT + the host delay ([`super::host`]), read above the base RTT in unmarked rounds
 //!   (the "floor" reading: UnoCC's ports mark before a physical queue forms). On a host a
 //!   base-RTT period sees one ACK, so QuickAdapt pins every window at 2 packets, and the host's
-//!   delay reads as a physical queue (full cuts at phantom marks). QuickAdapt's period is the
-//!   longer of that pipe RTT and the ACK clock (the smoothed RTT of unmarked rounds,
-//!   [`super::host`]): under stretch ACKs a window comes back after the oldest byte's RTT, and
-//!   a period of the newest byte's judged every other period of a lone 10 Gbit/s flow as extreme
-//!   congestion (evidence: testbed/notes/2026-11-27-datacenter-rates.md#4d-the-ack-clock).
-//!   `host_delay_gain_q16 = 0` gives the paper's sizing
-//!   (evidence: testbed/notes/2026-11-27-unocc-deviations.md#host-delay).
+//!   delay reads as a physical queue (full cuts at phantom marks). `host_delay_gain_q16 = 0`
+//!   gives the paper's sizing (evidence: testbed/notes/2026-11-27-unocc-deviations.md#host-delay).
 //! - **Pacing: the window over the base RTT**, as the code paces (`cwnd / base RTT`; the paper:
 //!   "hardware pacing"), not the Linux adapter's `cwnd / srtt`: on a host the smoothed RTT holds
 //!   CPU stalls and that rate falls below what the window allows. UnoCC stays window-limited to
@@ -84,7 +79,7 @@
 //!   (evidence: testbed/notes/2026-11-27-unocc-deviations.md#pacing).
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, mul_sat, ratio_q16, sat_u32, ONE, SHIFT};
-use super::host::{AckClock, HostDelay};
+use super::host::HostDelay;
 use super::params::{check, NetConfig, ParamError};
 use super::window::Window;
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
@@ -234,8 +229,6 @@ pub struct Uno {
     ai_per_rtt_q16: u64,
     /// The host delay (QuickAdapt's period; module doc).
     host: HostDelay,
-    /// The ACK clock of unmarked rounds (QuickAdapt's period; module doc).
-    ack_clock: AckClock,
     /// E: EWMA of the per-epoch marked fraction, Q16.
     ecn_ewma_q16: u32,
     /// MD_scale, Q16: 1.0 after physical-queue congestion, ×0.3 per
@@ -251,9 +244,8 @@ pub struct Uno {
     /// Window when the QA period began: what the sender could have had in
     /// flight during the period.
     qa_cwnd: u32,
-    /// No QA and no MD before this time (one RTT after a QA), µs wrapping
-    /// like `loss_holdoff_until_us` (0: none).
-    holdoff_until_us: u32,
+    /// No QA and no MD before this time (one RTT after a QA).
+    holdoff_until_ns: u64,
     /// No second loss reaction before this time (one RTT after a loss cut),
     /// in µs, wrapping like jiffies (0: none).
     loss_holdoff_until_us: u32,
@@ -264,23 +256,6 @@ pub struct Uno {
     unpaced_from_cwnd: u32,
 }
 assert_fits_ca_priv!(Uno);
-
-/// Holdoffs are µs since boot, wrapping at 2^32 (71 min; a holdoff is one
-/// RTT, far shorter than half the wrap), 0 meaning none: has `now_ns`
-/// reached `until_us`? (A holdoff that has passed is cleared at the next
-/// epoch, `Uno::expire_holdoffs`, or idle restart: half a wrap later it
-/// would read as pending again.)
-#[inline(always)]
-fn passed(now_ns: u64, until_us: u32) -> bool {
-    until_us == 0 || ((now_ns / 1000) as u32).wrapping_sub(until_us) as i32 >= 0
-}
-
-/// The holdoff that ends one `rtt_ns` after `now_ns` (never 0: none).
-#[inline(always)]
-fn until_one_rtt(now_ns: u64, rtt_ns: u32) -> u32 {
-    let now_us = (now_ns / 1000) as u32;
-    core::cmp::max(now_us.wrapping_add(core::cmp::max(rtt_ns / 1000, 1)), 1)
-}
 
 impl Uno {
     #[cfg_attr(not(xdcc_bpf), inline(never))]
@@ -336,15 +311,12 @@ impl Uno {
         }
     }
 
-    /// One RTT sample (the last one, and the host-delay estimate and the
-    /// ACK clock with the smoothed RTT, read above the base RTT: a marked
-    /// ACK discards its round, module doc).
+    /// One RTT sample (the last one and the host-delay estimate, read above
+    /// the base RTT: a marked ACK discards its round, module doc).
     #[inline(always)]
-    fn rtt_sample(&mut self, p: &Params, s: &AckSample) {
-        self.last_rtt_ns = s.rtt_ns;
-        if self.host.sample_above(s.rtt_ns, self.base_rtt_ns, p.host_delay_gain_q16) {
-            self.ack_clock.round_end(s.srtt_ns, self.base_rtt_ns, p.host_delay_gain_q16);
-        }
+    fn rtt_sample(&mut self, p: &Params, rtt_ns: u32) {
+        self.last_rtt_ns = rtt_ns;
+        self.host.sample_above(rtt_ns, self.base_rtt_ns, p.host_delay_gain_q16);
     }
 
     /// The base RTT, or until the first RTT sample the intra-DC RTT (the
@@ -375,22 +347,10 @@ impl Uno {
         (self.last_rtt_ns as u64) <= pipe.saturating_add(tol)
     }
 
-    /// Clear the holdoffs that have passed (see [`passed`]).
-    #[inline(always)]
-    fn expire_holdoffs(&mut self, now: u64) {
-        if passed(now, self.holdoff_until_us) {
-            self.holdoff_until_us = 0;
-        }
-        if passed(now, self.loss_holdoff_until_us) {
-            self.loss_holdoff_until_us = 0;
-        }
-    }
-
     /// ONEPOCH: called when an epoch ends.
     #[cfg_attr(not(xdcc_bpf), inline(never))]
     #[cfg_attr(xdcc_bpf, inline(always))]
     fn on_epoch(&mut self, p: &Params, now: u64) {
-        self.expire_holdoffs(now);
         let frac = ratio_q16(self.epoch_marked as u64, core::cmp::max(self.epoch_acked, 1) as u64);
         let frac = core::cmp::min(frac, ONE);
         let prev = self.ecn_ewma_q16; // E after the previous epoch
@@ -401,7 +361,7 @@ impl Uno {
             // aimd_phantom: the marks are falling, the queue drains: one AI
             // step for the epoch's bytes instead of a cut.
             self.w.ai(self.ai_per_rtt_q16, self.epoch_acked, self.max_cwnd(p));
-        } else if self.epoch_marked > 0 && passed(now, self.holdoff_until_us) {
+        } else if self.epoch_marked > 0 && now >= self.holdoff_until_ns {
             if self.no_physical_queue(p) {
                 // Congestion in phantom queues only: gentle reduction.
                 let from = if p.cumulative_gentle_md != 0 { self.md_scale_q16 } else { ONE };
@@ -429,7 +389,7 @@ impl Uno {
         // Compare with the window the period started with: an increase made
         // during the period (even by this very ACK) could not yet be used.
         let cwnd = if p.qa_vs_current != 0 { self.w.bytes() } else { core::cmp::min(self.w.bytes(), self.qa_cwnd) } as u64;
-        if passed(now, self.holdoff_until_us)
+        if now >= self.holdoff_until_ns
             && (!app_limited || p.qa_when_app_limited != 0)
             && (self.qa_acked as u64).saturating_add(p.mtu as u64) < mul_q16(cwnd, p.qa_beta_q16)
         {
@@ -439,7 +399,8 @@ impl Uno {
             self.w.exit_slow_start();
             // Skip one RTT of QA and MD: the packets still in flight were sent
             // at the old rate and will report congestion that QA already fixed.
-            self.holdoff_until_us = until_one_rtt(now, core::cmp::max(self.last_rtt_ns, self.base_rtt(p)));
+            let rtt = core::cmp::max(self.last_rtt_ns, self.base_rtt(p)) as u64;
+            self.holdoff_until_ns = now.saturating_add(rtt);
         }
         self.qa_acked = 0;
         self.qa_cwnd = self.w.bytes();
@@ -448,12 +409,9 @@ impl Uno {
         self.refresh_flow_constants(p);
     }
 
-    /// QuickAdapt's period: what a window takes to come back unqueued (the
-    /// base RTT + the host delay, or the ACK clock where that is longer:
-    /// module doc) × `qa_period`.
+    /// QuickAdapt's period: the pipe RTT (base + host delay) × `qa_period`.
     fn qa_period(&self, p: &Params) -> u64 {
-        let host = core::cmp::max(self.host.ns(), self.ack_clock.ns());
-        let pipe = (self.base_rtt(p) as u64).saturating_add(host as u64);
+        let pipe = (self.base_rtt(p) as u64).saturating_add(self.host.ns() as u64);
         core::cmp::max(mul_q16(pipe, p.qa_period_q16), 1)
     }
 
@@ -469,7 +427,7 @@ impl Uno {
     pub fn on_ack_full(&mut self, p: &Params, s: &AckSample) {
         let now = s.now_ns;
         if s.rtt_ns != 0 {
-            self.rtt_sample(p, s);
+            self.rtt_sample(p, s.rtt_ns);
             if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
                 self.refresh_flow_constants(p);
             }
@@ -547,7 +505,6 @@ impl CongestionControl for Uno {
             last_rtt_ns: init.rtt_hint_ns,
             ai_per_rtt_q16: 0,
             host: HostDelay::new(),
-            ack_clock: AckClock::new(),
             ecn_ewma_q16: 0,
             md_scale_q16: ONE,
             epoch_acked: 0,
@@ -556,7 +513,7 @@ impl CongestionControl for Uno {
             qa_end_ns: 0,
             qa_acked: 0,
             qa_cwnd: 0,
-            holdoff_until_us: 0,
+            holdoff_until_ns: 0,
             loss_holdoff_until_us: 0,
             good_epochs: 0,
             unpaced_from_cwnd: 0,
@@ -575,7 +532,7 @@ impl CongestionControl for Uno {
         if slow || self.w.in_slow_start() || s.send_time_ns >= self.epoch_end_ns || s.now_ns >= self.qa_end_ns {
             return self.on_ack_full(p, s);
         }
-        self.rtt_sample(p, s);
+        self.rtt_sample(p, s.rtt_ns);
         self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, self.max_cwnd(p));
         self.epoch_acked = self.epoch_acked.saturating_add(s.acked_bytes);
         self.qa_acked = self.qa_acked.saturating_add(s.acked_bytes);
@@ -584,12 +541,16 @@ impl CongestionControl for Uno {
     fn on_event(&mut self, p: &Params, e: Event, now: u64) {
         match e {
             Event::Loss { .. } => {
+                // µs since boot, wrapping at 2^32 (71 min); a holdoff is one
+                // RTT, far shorter than half the wrap.
+                let now_us = (now / 1000) as u32;
+                let until = self.loss_holdoff_until_us;
                 self.end_fast_increase(p);
-                if passed(now, self.loss_holdoff_until_us) {
+                if until == 0 || (now_us.wrapping_sub(until) as i32) >= 0 {
                     self.w.md(core::cmp::min(self.md_factor_q16(p), p.max_md_q16), p.mtu);
                     self.w.exit_slow_start();
-                    let rtt = core::cmp::max(self.last_rtt_ns, self.base_rtt(p));
-                    self.loss_holdoff_until_us = until_one_rtt(now, rtt);
+                    let rtt_us = (core::cmp::max(self.last_rtt_ns, self.base_rtt(p)) / 1000).max(1);
+                    self.loss_holdoff_until_us = core::cmp::max(now_us.wrapping_add(rtt_us), 1);
                 }
             }
             Event::Rto => {
@@ -600,9 +561,6 @@ impl CongestionControl for Uno {
                 self.host.restart_round();
             }
             Event::IdleRestart => {
-                // (idle for an RTO at least: every holdoff, one RTT, is over)
-                self.holdoff_until_us = 0;
-                self.loss_holdoff_until_us = 0;
                 self.epoch_end_ns = 0;
                 self.qa_end_ns = 0;
                 self.host.restart_round();
