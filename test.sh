@@ -103,7 +103,18 @@ if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
     trap 'rm -rf "$smoke"' EXIT
     # (--cc with a comma: the list must reach the guest as one argument)
     testbed/run.sh ci-smoke --cc gemini,dctcp --out "$smoke"
-    /usr/bin/python3 testbed/runner/check_report.py "$smoke"
+    # Exit 3: the only disagreements with the model are in runs whose guest
+    # stalled (the host did not run the VM's CPU: check_report.py,
+    # STALLED_GAPS); the comparison is void there, so the scenario runs once
+    # more and that run is judged in full.
+    rc=0; /usr/bin/python3 testbed/runner/check_report.py "$smoke" || rc=$?
+    if ((rc == 3)); then
+        echo "[test] the guest stalled in the smoke scenario: running it once more"
+        testbed/run.sh ci-smoke --cc gemini,dctcp --out "$smoke/again"
+        rc=0; /usr/bin/python3 testbed/runner/check_report.py "$smoke/again" || rc=$?
+        ((rc != 3)) || echo "[test] the guest stalled twice: this host is too busy for the smoke's kernel-vs-model check"
+    fi
+    ((rc == 0))
     stage "testbed: a real-speed scenario file on the VM backend (the modules, 20x slowed), judged as on the host backend"
     testbed/run.sh --backend vm realspeed-incast --cc dctcp --out "$smoke/vm"
     testbed/host/check_dctcp_incast.py "$smoke/vm" "vm backend"

@@ -4,7 +4,9 @@ scenario has every metric filled, its time series and plots, and the report
 names them; and that the kernel agrees with the model (the simulator's
 prediction for the same scenario) within AGREE on the metrics a two-flow
 steady state pins down. Used by test.sh after the CI smoke scenario; exits 1
-listing what is missing or disagrees.
+listing what is missing or disagrees, 3 when everything is present and the
+only disagreements are in runs whose guest stalled (see STALLED_GAPS): the
+comparison is void there, and the caller may run the scenario once more.
 
     check_report.py OUT
 """
@@ -34,6 +36,19 @@ PER_CLASS = ["per_flow_mbps", "sum_mbps", "rtt_ms"]
 # model's 76 in four runs of the smoke scenario, while the mean queues of
 # DCTCP and Gemini stayed 8-28 % below the model's).
 AGREE = {"utilization": ("abs", 0.15, 0.15), "queue_mean_kb": ("ratio", 0.30, 1.40)}
+# The kernel-vs-model comparison holds for a guest that ran the scenario at
+# its pace. The sampler runs at real-time priority inside the guest, so a
+# gap between its samples of more than STALLED_GAPS periods is the host not
+# running the guest's CPU (TCG on a host shared with other work). Quiet, the
+# smoke's gaps are 107-141 ms at 100 ms; beside a compile on this 2-CPU host
+# one run's was 335 ms, its flows ran at a fifth of their windows for 4 s and
+# Gemini's utilization read 0.63 (testbed/notes/2026-11-27-ci-time.md).
+STALLED_GAPS = 2.0
+
+
+def stalled(r, sample_ms):
+    gap = r.get("sample_gap_max_ms")
+    return gap is not None and gap > STALLED_GAPS * sample_ms
 
 
 def disagreements(runs):
@@ -58,6 +73,7 @@ def disagreements(runs):
 
 
 def problems(out):
+    """(what is missing or disagrees, the disagreements of stalled runs)"""
     bad = []
     try:
         with open(os.path.join(out, "summary.json")) as fh:
@@ -67,7 +83,7 @@ def problems(out):
         with open(os.path.join(out, "report.md")) as fh:
             report = fh.read()
     except (OSError, ValueError) as e:
-        return [f"cannot read results: {e}"]
+        return [f"cannot read results: {e}"], []
     runs = summary["runs"]
     points = len(scen["sweep"]["values"]) if scen.get("sweep") else 1
     if len(runs) != points * len(scen["ccs"]):
@@ -109,23 +125,30 @@ def problems(out):
         bad.append("prediction.json missing (testbed/run.sh runs xdcc-sim on the scenario)")
     elif xdcc and not any(r.get("model") for r in xdcc):
         bad.append("no run has the model's prediction beside it")
-    bad += disagreements(runs)
+    sample_ms = scen.get("sample_ms", 100)
+    bad += disagreements([r for r in runs if not stalled(r, sample_ms)])
+    void = [f"{d} (void: the guest stalled, sampler gap {r['sample_gap_max_ms']:.0f} ms "
+            f"> {STALLED_GAPS:g} x {sample_ms} ms)"
+            for r in runs if stalled(r, sample_ms) for d in disagreements([r])]
     for f in (f"plots/{scen['name']}.png", f"plots/{scen['name']}.svg", "summary.csv"):
         if not os.path.isfile(os.path.join(out, f)):
             bad.append(f"{f} missing")
-    return bad
+    return bad, void
 
 
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip(), file=sys.stderr)
         sys.exit(2)
-    bad = problems(sys.argv[1])
+    bad, void = problems(sys.argv[1])
     for b in bad:
         print(f"FAIL: report: {b}")
-    if not bad:
-        print(f"PASS: report: every metric, time series and plot present in {sys.argv[1]}")
-    sys.exit(1 if bad else 0)
+    for v in void:
+        print(f"STALLED: report: {v}")
+    if not bad and not void:
+        print(f"PASS: report: every metric, time series and plot present in {sys.argv[1]}, "
+              "the kernel within the model's bounds")
+    sys.exit(1 if bad else 3 if void else 0)
 
 
 if __name__ == "__main__":

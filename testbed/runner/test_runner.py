@@ -483,6 +483,14 @@ class ModelNextToKernel(unittest.TestCase):
         self.assertIn("queue_mean_kb kernel 15.000", check_report.disagreements(runs(0.95, 15.0))[0])
         self.assertEqual(check_report.disagreements(runs(0.95, 30.0)), [])  # 0.5 of the model's
 
+    def test_a_run_whose_guest_stalled_is_not_compared_with_the_model(self):
+        quiet = dict(self.run_of("gemini", 0.6, 10.0), sample_gap_max_ms=141)
+        stalled = dict(quiet, sample_gap_max_ms=335)
+        self.assertFalse(check_report.stalled(quiet, 100))
+        self.assertTrue(check_report.stalled(stalled, 100))
+        self.assertFalse(check_report.stalled(stalled, 500))  # gaps are judged in sample periods
+        self.assertFalse(check_report.stalled(dict(quiet, sample_gap_max_ms=None), 100))
+
 
 if __name__ == "__main__":
     unittest.main()
