@@ -229,8 +229,9 @@ pub struct Uno {
     ai_per_rtt_q16: u64,
     /// The host delay (QuickAdapt's period; module doc).
     host: HostDelay,
-    /// E: EWMA of the per-epoch marked fraction, Q16.
-    ecn_ewma_q16: u32,
+    /// E: EWMA of the per-epoch marked fraction, Q16 in 16 bits (1.0 is
+    /// kept as 65535/65536: 2 bytes for the loss holdoff's high word).
+    ecn_ewma_q16: u16,
     /// MD_scale, Q16: 1.0 after physical-queue congestion, ×0.3 per
     /// phantom-only congested epoch.
     md_scale_q16: u32,
@@ -247,8 +248,11 @@ pub struct Uno {
     /// No QA and no MD before this time (one RTT after a QA).
     holdoff_until_ns: u64,
     /// No second loss reaction before this time (one RTT after a loss cut),
-    /// in µs, wrapping like jiffies (0: none).
+    /// µs since boot in 48 bits (low and high words; 0: none): 8.9 years,
+    /// where 32 bits wrapped at 71 minutes and read a 36-minute-old holdoff
+    /// as pending again.
     loss_holdoff_until_us: u32,
+    loss_holdoff_until_us_hi: u16,
     /// Unmarked epochs in a row (fast increase, `fast_increase_epochs`).
     good_epochs: u16,
     /// The window from which the flow is not paced (`unpaced_at_line_rate`:
@@ -353,10 +357,14 @@ impl Uno {
     fn on_epoch(&mut self, p: &Params, now: u64) {
         let frac = ratio_q16(self.epoch_marked as u64, core::cmp::max(self.epoch_acked, 1) as u64);
         let frac = core::cmp::min(frac, ONE);
-        let prev = self.ecn_ewma_q16; // E after the previous epoch
-        self.ecn_ewma_q16 = super::fixed::ewma_q16(self.ecn_ewma_q16, frac, p.ecn_ewma_gain_q16);
+        let prev = self.ecn_ewma_q16 as u32; // E after the previous epoch
+        let e = super::fixed::ewma_q16(prev, frac, p.ecn_ewma_gain_q16);
+        // (e ≤ ONE, an average of values ≤ ONE; ONE is kept as ONE − 1,
+        // without a branch: BPF has no conditional move)
+        self.ecn_ewma_q16 = e.wrapping_sub(e >> SHIFT) as u16;
+        let e = self.ecn_ewma_q16 as u32;
         let draining =
-            p.aimd_phantom != 0 && prev != 0 && self.ecn_ewma_q16 <= ONE * 9 / 10 && self.ecn_ewma_q16 < prev;
+            p.aimd_phantom != 0 && prev != 0 && e <= ONE * 9 / 10 && e < prev;
         if self.epoch_marked > 0 && draining {
             // aimd_phantom: the marks are falling, the queue drains: one AI
             // step for the epoch's bytes instead of a cut.
@@ -369,7 +377,7 @@ impl Uno {
             } else {
                 self.md_scale_q16 = ONE;
             }
-            let md_ecn = mul_q16(self.ecn_ewma_q16 as u64, self.md_factor_q16(p));
+            let md_ecn = mul_q16(e as u64, self.md_factor_q16(p));
             let md = sat_u32(mul_q16(md_ecn, self.md_scale_q16));
             self.w.md(core::cmp::min(md, p.max_md_q16), p.mtu);
             self.w.exit_slow_start();
@@ -478,7 +486,7 @@ impl Uno {
 
     /// Current E (EWMA of the marked fraction), Q16. For stats.
     pub fn ecn_ewma_q16(&self) -> u32 {
-        self.ecn_ewma_q16
+        self.ecn_ewma_q16 as u32
     }
     /// Current MD_scale, Q16. For stats.
     pub fn md_scale_q16(&self) -> u32 {
@@ -515,6 +523,7 @@ impl CongestionControl for Uno {
             qa_cwnd: 0,
             holdoff_until_ns: 0,
             loss_holdoff_until_us: 0,
+            loss_holdoff_until_us_hi: 0,
             good_epochs: 0,
             unpaced_from_cwnd: 0,
         };
@@ -541,16 +550,16 @@ impl CongestionControl for Uno {
     fn on_event(&mut self, p: &Params, e: Event, now: u64) {
         match e {
             Event::Loss { .. } => {
-                // µs since boot, wrapping at 2^32 (71 min); a holdoff is one
-                // RTT, far shorter than half the wrap.
-                let now_us = (now / 1000) as u32;
-                let until = self.loss_holdoff_until_us;
+                let now_us = now / 1000;
+                let until = (self.loss_holdoff_until_us_hi as u64) << 32 | self.loss_holdoff_until_us as u64;
                 self.end_fast_increase(p);
-                if until == 0 || (now_us.wrapping_sub(until) as i32) >= 0 {
+                if now_us >= until {
                     self.w.md(core::cmp::min(self.md_factor_q16(p), p.max_md_q16), p.mtu);
                     self.w.exit_slow_start();
                     let rtt_us = (core::cmp::max(self.last_rtt_ns, self.base_rtt(p)) / 1000).max(1);
-                    self.loss_holdoff_until_us = core::cmp::max(now_us.wrapping_add(rtt_us), 1);
+                    let until = now_us.saturating_add(rtt_us as u64);
+                    self.loss_holdoff_until_us = until as u32;
+                    self.loss_holdoff_until_us_hi = (until >> 32) as u16;
                 }
             }
             Event::Rto => {
@@ -599,7 +608,7 @@ impl CongestionControl for Uno {
     }
     const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "host_delay_us", "ecn_ewma_q16", "md_scale_q16"];
     fn info(&self) -> [u32; 4] {
-        [self.base_rtt_ns / 1000, self.host.ns() / 1000, self.ecn_ewma_q16, self.md_scale_q16]
+        [self.base_rtt_ns / 1000, self.host.ns() / 1000, self.ecn_ewma_q16 as u32, self.md_scale_q16]
     }
 }
 

@@ -149,6 +149,30 @@ fn uno_unpaced_at_line_rate_only_from_the_line_rate_up() {
     assert!(p.validate().is_err());
 }
 
+/// A loss cuts once per RTT: a second loss within the holdoff (one RTT)
+/// keeps the window, one after it cuts again — also 36 minutes, 71
+/// minutes and days later (a holdoff stamp that wrapped with 32-bit µs
+/// read a half-wrap-old holdoff as pending).
+#[test]
+fn uno_loss_cuts_once_per_rtt_and_the_holdoff_never_wraps() {
+    let p = uno::Params::from_net(&NET_10G);
+    let mut u = uno_flow(&p, 200_000);
+    let mut t = T0 + 1_000_000;
+    u.on_event(&p, Event::Loss { bytes: 1500 }, t);
+    let cut = u.cwnd();
+    u.on_event(&p, Event::Loss { bytes: 1500 }, t + 100_000);
+    assert_eq!(u.cwnd(), cut, "a second loss within the RTT");
+    for later_s in [1, 36 * 60, 71 * 60 + 35, 3 * 86_400] {
+        t += later_s * 1_000_000_000;
+        let before = u.cwnd();
+        u.on_event(&p, Event::Loss { bytes: 1500 }, t);
+        assert!(u.cwnd() < before, "a loss {later_s} s after the last cut: {before} -> {}", u.cwnd());
+        let once = u.cwnd();
+        u.on_event(&p, Event::Loss { bytes: 1500 }, t + 1_000);
+        assert_eq!(u.cwnd(), once, "and once only");
+    }
+}
+
 /// Runs one fully marked epoch at `rtt` and returns (cwnd before, after).
 fn uno_one_marked_epoch(p: &uno::Params, rtt: u32) -> (u32, u32) {
     let (before, u) = uno_marked_epoch(p, 200_000, rtt);
