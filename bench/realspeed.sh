@@ -147,6 +147,10 @@ for cc in $ccs; do
     if ! grep -qw "$cc" /proc/sys/net/ipv4/tcp_available_congestion_control; then
         "$X" cc load "$c" --bpf >/dev/null
         loaded+=("$c")
+    else
+        # (Two builds compared with XDCC_BIN would otherwise both run
+        # whichever object was registered first.)
+        echo "bench/realspeed.sh: $cc is already registered: benching that object, not $X's ($X cc unload $c --bpf first to bench $X's)" >&2
     fi
     "$X" tunable set "$cc" net_link_rate_mbps "$rate" >/dev/null
     "$X" tunable set "$cc" net_intra_rtt_us "$base_rtt_us" >/dev/null

@@ -39,6 +39,17 @@
 //! in an unmarked round is the host
 //! (evidence: testbed/notes/2026-11-27-host-delay.md#two-readings-of-a-round).
 //!
+//! **The ACK clock.** On Linux the per-ACK sample (`rs->rtt_us`) times the *newest* byte an
+//! ACK covers, the smoothed RTT (`tp->srtt_us`) the *oldest*. Under delayed and stretch ACKs
+//! (GRO on the receiver, TSO on the sender) one ACK covers packets sent over a stretch of time,
+//! so a window comes back after the oldest byte's RTT, not the newest's: at 10 Gbit/s the
+//! floor reading of the per-ACK samples sees about half of it. [`AckClock`] keeps, at the end
+//! of each round the caller keeps (an unmarked one), the EWMA of the larger of the smoothed RTT
+//! above the same floor and the host-delay estimate: what a window takes to come back when no
+//! switch queues it. In the simulator, which ACKs every packet, the smoothed RTT is the EWMA of
+//! the samples and the two readings nearly agree
+//! (evidence: testbed/notes/2026-11-27-datacenter-rates.md#4d-the-ack-clock).
+//!
 //! Samples of 4 ms or more are not used: host delay matters next to µs
 //! base RTTs, and 12-bit µs keep the estimator in 8 bytes of the kernel's
 //! private CC area (it shares them with the algorithm's state).
@@ -144,6 +155,49 @@ impl HostDelay {
     }
 }
 
+/// The ACK clock above the floor (module doc), µs in 16 bits: 2 bytes of
+/// the private CC area, for the algorithm that needs it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckClock {
+    above_us: u16,
+}
+
+impl AckClock {
+    pub const fn new() -> Self {
+        AckClock { above_us: 0 }
+    }
+
+    /// A round of [`HostDelay`] ended ([`HostDelay::sample_above`] returned
+    /// true): the larger of the smoothed RTT `srtt_ns` (0: none, nothing
+    /// changes) above `floor_ns` (the base RTT) and the updated host delay
+    /// `host_ns` into the EWMA; `gain_q16` 0 clears it. (The larger is taken
+    /// here, once per round, and not where the period is read: a `max` on
+    /// the read side cost UnoCC's BPF program 130k verified instructions.)
+    #[cfg_attr(not(xdcc_bpf), inline(never))]
+    #[cfg_attr(xdcc_bpf, inline(always))]
+    pub fn round_end(&mut self, srtt_ns: u32, floor_ns: u32, host_ns: u32, gain_q16: u32) {
+        if gain_q16 == 0 {
+            self.above_us = 0;
+            return;
+        }
+        let srtt_us = core::cmp::min(srtt_ns / 1000, MAX_SAMPLE_US);
+        if srtt_us == 0 {
+            return;
+        }
+        let above = core::cmp::max(srtt_us.saturating_sub(floor_ns / 1000), host_ns / 1000);
+        let c = ewma_q16(self.above_us as u32, above, gain_q16);
+        self.above_us = core::cmp::min(c, MAX_SAMPLE_US) as u16;
+    }
+
+    /// The ACK clock above the floor, ns: the host delay as a window's
+    /// return sees it, never below the host-delay estimate of the last round
+    /// (0 until a round ended with a smoothed RTT).
+    #[inline(always)]
+    pub fn ns(&self) -> u32 {
+        self.above_us as u32 * 1000
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +249,49 @@ mod tests {
             g.sample_above(40_000, 30_000, DEFAULT_GAIN_Q16);
         }
         assert_eq!(g.ns(), h.ns());
+    }
+
+    #[test]
+    fn the_ack_clock_reads_the_smoothed_rtt_of_kept_rounds_above_the_floor() {
+        // Stretch ACKs: the newest byte comes back after 30 µs, the window
+        // (the smoothed RTT, the oldest byte's) after 60; base RTT 8 µs.
+        let (mut h, mut c) = (HostDelay::new(), AckClock::new());
+        let sample = |h: &mut HostDelay, c: &mut AckClock, rtt: u32, srtt: u32, gain: u32| {
+            if h.sample_above(rtt, 8_000, gain) {
+                c.round_end(srtt, 8_000, h.ns(), gain);
+            }
+        };
+        for _ in 0..200 * 16 {
+            sample(&mut h, &mut c, 30_000, 60_000, DEFAULT_GAIN_Q16);
+        }
+        assert!((18_000..=22_000).contains(&h.ns()), "{}", h.ns());
+        assert!((48_000..=52_000).contains(&c.ns()), "{}", c.ns());
+        // Rounds cut short (a mark: restart_round) take neither reading.
+        let before = (h.ns(), c.ns());
+        for _ in 0..200 {
+            for _ in 0..ROUND_SAMPLES - 1 {
+                sample(&mut h, &mut c, 30_000, 900_000, DEFAULT_GAIN_Q16);
+            }
+            h.restart_round();
+        }
+        assert_eq!((h.ns(), c.ns()), before);
+        // No smoothed RTT: no change; above 4 ms: capped; gain 0 clears.
+        c.round_end(0, 8_000, 20_000, DEFAULT_GAIN_Q16);
+        assert_eq!(c.ns(), before.1);
+        let mut w = AckClock::new();
+        for _ in 0..200 {
+            w.round_end(50_000_000, 8_000, 0, DEFAULT_GAIN_Q16);
+        }
+        assert!(w.ns() <= MAX_SAMPLE_US * 1000);
+        c.round_end(60_000, 8_000, 20_000, 0);
+        assert_eq!(c.ns(), 0);
+        // A smoothed RTT below the newest byte's (the simulator's per-packet
+        // ACKs as a queue drains): never below the host-delay estimate.
+        let mut l = AckClock::new();
+        for _ in 0..200 {
+            l.round_end(10_000, 8_000, 20_000, DEFAULT_GAIN_Q16);
+        }
+        assert!((16_000..=20_000).contains(&l.ns()), "{}", l.ns()); // (the integer EWMA stops within 1/gain µs)
     }
 
     #[test]

@@ -69,8 +69,14 @@
 //!   base RTT + the host delay ([`super::host`]), read above the base RTT in unmarked rounds
 //!   (the "floor" reading: UnoCC's ports mark before a physical queue forms). On a host a
 //!   base-RTT period sees one ACK, so QuickAdapt pins every window at 2 packets, and the host's
-//!   delay reads as a physical queue (full cuts at phantom marks). `host_delay_gain_q16 = 0`
-//!   gives the paper's sizing (evidence: testbed/notes/2026-11-27-unocc-deviations.md#host-delay).
+//!   delay reads as a physical queue (full cuts at phantom marks). QuickAdapt's period is the
+//!   base RTT plus the ACK clock (the smoothed RTT of unmarked rounds above the base RTT, never
+//!   below the host delay: [`super::host`]): under stretch ACKs a window comes back after the
+//!   oldest byte's RTT, and a period of the newest byte's judged every other period of a lone
+//!   10 Gbit/s flow as extreme congestion
+//!   (evidence: testbed/notes/2026-11-27-datacenter-rates.md#4d-the-ack-clock).
+//!   `host_delay_gain_q16 = 0` gives the paper's sizing
+//!   (evidence: testbed/notes/2026-11-27-unocc-deviations.md#host-delay).
 //! - **Pacing: the window over the base RTT**, as the code paces (`cwnd / base RTT`; the paper:
 //!   "hardware pacing"), not the Linux adapter's `cwnd / srtt`: on a host the smoothed RTT holds
 //!   CPU stalls and that rate falls below what the window allows. UnoCC stays window-limited to
@@ -79,7 +85,7 @@
 //!   (evidence: testbed/notes/2026-11-27-unocc-deviations.md#pacing).
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, mul_sat, ratio_q16, sat_u32, ONE, SHIFT};
-use super::host::HostDelay;
+use super::host::{AckClock, HostDelay};
 use super::params::{check, NetConfig, ParamError};
 use super::window::Window;
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
@@ -227,14 +233,18 @@ pub struct Uno {
     last_rtt_ns: u32,
     /// α in bytes per RTT, Q16 (cached: changes only with the base RTT).
     ai_per_rtt_q16: u64,
-    /// The host delay (QuickAdapt's period; module doc).
+    /// The host delay (the BDP, the physical-queue test; module doc).
     host: HostDelay,
+    /// The ACK clock of unmarked rounds (QuickAdapt's period; module doc).
+    ack_clock: AckClock,
     /// E: EWMA of the per-epoch marked fraction, Q16 in 16 bits (1.0 is
     /// kept as 65535/65536: 2 bytes for the loss holdoff's high word).
     ecn_ewma_q16: u16,
     /// MD_scale, Q16: 1.0 after physical-queue congestion, ×0.3 per
     /// phantom-only congested epoch.
-    md_scale_q16: u32,
+    /// (Kept as `ONE − MD_scale` in 16 bits: 1.0 and 0.3 exact, 0 read as
+    /// 2⁻¹⁶; [`Self::md_scale_q16`].)
+    md_scale_gap_q16: u16,
     epoch_acked: u32,
     epoch_marked: u32,
     /// `T_epoch`; 0 until the first ACK.
@@ -315,12 +325,15 @@ impl Uno {
         }
     }
 
-    /// One RTT sample (the last one and the host-delay estimate, read above
-    /// the base RTT: a marked ACK discards its round, module doc).
+    /// One RTT sample (the last one, and the host-delay estimate and the
+    /// ACK clock with the smoothed RTT, read above the base RTT: a marked
+    /// ACK discards its round, module doc).
     #[inline(always)]
-    fn rtt_sample(&mut self, p: &Params, rtt_ns: u32) {
-        self.last_rtt_ns = rtt_ns;
-        self.host.sample_above(rtt_ns, self.base_rtt_ns, p.host_delay_gain_q16);
+    fn rtt_sample(&mut self, p: &Params, s: &AckSample) {
+        self.last_rtt_ns = s.rtt_ns;
+        if self.host.sample_above(s.rtt_ns, self.base_rtt_ns, p.host_delay_gain_q16) {
+            self.ack_clock.round_end(s.srtt_ns, self.base_rtt_ns, self.host.ns(), p.host_delay_gain_q16);
+        }
     }
 
     /// The base RTT, or until the first RTT sample the intra-DC RTT (the
@@ -372,13 +385,13 @@ impl Uno {
         } else if self.epoch_marked > 0 && now >= self.holdoff_until_ns {
             if self.no_physical_queue(p) {
                 // Congestion in phantom queues only: gentle reduction.
-                let from = if p.cumulative_gentle_md != 0 { self.md_scale_q16 } else { ONE };
-                self.md_scale_q16 = sat_u32(mul_q16(from as u64, p.phantom_md_scale_q16));
+                let from = if p.cumulative_gentle_md != 0 { self.md_scale_q16() } else { ONE };
+                self.set_md_scale(sat_u32(mul_q16(from as u64, p.phantom_md_scale_q16)));
             } else {
-                self.md_scale_q16 = ONE;
+                self.set_md_scale(ONE);
             }
             let md_ecn = mul_q16(e as u64, self.md_factor_q16(p));
-            let md = sat_u32(mul_q16(md_ecn, self.md_scale_q16));
+            let md = sat_u32(mul_q16(md_ecn, self.md_scale_q16()));
             self.w.md(core::cmp::min(md, p.max_md_q16), p.mtu);
             self.w.exit_slow_start();
         }
@@ -417,9 +430,11 @@ impl Uno {
         self.refresh_flow_constants(p);
     }
 
-    /// QuickAdapt's period: the pipe RTT (base + host delay) × `qa_period`.
+    /// QuickAdapt's period: what a window takes to come back unqueued (the
+    /// base RTT + the ACK clock, which is never below the host delay: module
+    /// doc) × `qa_period`.
     fn qa_period(&self, p: &Params) -> u64 {
-        let pipe = (self.base_rtt(p) as u64).saturating_add(self.host.ns() as u64);
+        let pipe = (self.base_rtt(p) as u64).saturating_add(self.ack_clock.ns() as u64);
         core::cmp::max(mul_q16(pipe, p.qa_period_q16), 1)
     }
 
@@ -435,7 +450,7 @@ impl Uno {
     pub fn on_ack_full(&mut self, p: &Params, s: &AckSample) {
         let now = s.now_ns;
         if s.rtt_ns != 0 {
-            self.rtt_sample(p, s.rtt_ns);
+            self.rtt_sample(p, s);
             if update_min_rtt(&mut self.base_rtt_ns, s.rtt_ns) {
                 self.refresh_flow_constants(p);
             }
@@ -488,9 +503,18 @@ impl Uno {
     pub fn ecn_ewma_q16(&self) -> u32 {
         self.ecn_ewma_q16 as u32
     }
-    /// Current MD_scale, Q16. For stats.
+    /// Sets MD_scale (Q16, ≤ ONE): its gap to 1.0 in 16 bits, a gap of ONE
+    /// (MD_scale 0) kept as ONE − 1 without a branch (BPF has no
+    /// conditional move).
+    #[inline(always)]
+    fn set_md_scale(&mut self, scale_q16: u32) {
+        let gap = ONE.saturating_sub(scale_q16);
+        self.md_scale_gap_q16 = gap.wrapping_sub(gap >> SHIFT) as u16;
+    }
+    /// Current MD_scale, Q16.
+    #[inline(always)]
     pub fn md_scale_q16(&self) -> u32 {
-        self.md_scale_q16
+        ONE - self.md_scale_gap_q16 as u32
     }
     /// The flow's base RTT estimate in ns (0 before the first RTT sample).
     pub fn base_rtt_ns(&self) -> u32 {
@@ -513,8 +537,9 @@ impl CongestionControl for Uno {
             last_rtt_ns: init.rtt_hint_ns,
             ai_per_rtt_q16: 0,
             host: HostDelay::new(),
+            ack_clock: AckClock::new(),
             ecn_ewma_q16: 0,
-            md_scale_q16: ONE,
+            md_scale_gap_q16: 0,
             epoch_acked: 0,
             epoch_marked: 0,
             epoch_end_ns: 0,
@@ -541,7 +566,7 @@ impl CongestionControl for Uno {
         if slow || self.w.in_slow_start() || s.send_time_ns >= self.epoch_end_ns || s.now_ns >= self.qa_end_ns {
             return self.on_ack_full(p, s);
         }
-        self.rtt_sample(p, s.rtt_ns);
+        self.rtt_sample(p, s);
         self.w.ai(self.ai_per_rtt_q16, s.acked_bytes, self.max_cwnd(p));
         self.epoch_acked = self.epoch_acked.saturating_add(s.acked_bytes);
         self.qa_acked = self.qa_acked.saturating_add(s.acked_bytes);
@@ -608,7 +633,7 @@ impl CongestionControl for Uno {
     }
     const INFO_FIELDS: [&'static str; 4] = ["base_rtt_us", "host_delay_us", "ecn_ewma_q16", "md_scale_q16"];
     fn info(&self) -> [u32; 4] {
-        [self.base_rtt_ns / 1000, self.host.ns() / 1000, self.ecn_ewma_q16 as u32, self.md_scale_q16]
+        [self.base_rtt_ns / 1000, self.host.ns() / 1000, self.ecn_ewma_q16 as u32, self.md_scale_q16()]
     }
 }
 

@@ -393,6 +393,34 @@ fn uno_fast_increase_multiplies_alpha_by_the_unmarked_epochs_in_a_row_until_a_ma
     assert!(after_mark <= paper_step + 1, "a mark ends it: {after_mark} vs the paper's {paper_step}");
 }
 
+/// Stretch ACKs on a host (GRO): each ACK's sample times the newest byte it
+/// covers (30 µs here), the smoothed RTT the oldest (90 µs), and a window
+/// comes back every 90 µs. QuickAdapt's period follows the ACK clock, so a
+/// flow whose window returns whole is never judged extremely congested; a
+/// period of the newest byte's RTT (no smoothed RTT given) sees a third of
+/// the window and cuts.
+#[test]
+fn uno_quick_adapt_period_follows_the_ack_clock() {
+    let qa_cuts = |srtt: u32| {
+        let p = uno::Params::from_net(&NET_10G);
+        let mut u = uno_flow(&p, 8_000);
+        let mut now = T0;
+        u.on_ack(&p, &ack(now, now - 8_000, 8_000, false)); // the base RTT
+        let mut cuts = 0;
+        for i in 0..20_000 {
+            // one window of 1500-byte ACKs every 90 µs
+            now += 90_000 * 1500 / u.cwnd() as u64;
+            let before = u.cwnd();
+            u.on_ack(&p, &AckSample { srtt_ns: srtt, ..ack(now, now - 30_000, 30_000, false) });
+            // (after 1,000 ACKs: the estimates' EWMAs have settled)
+            cuts += (i >= 1_000 && u.cwnd() < before * 7 / 10) as u32;
+        }
+        cuts
+    };
+    assert_eq!(qa_cuts(90_000), 0, "the window comes back whole every ACK-clock period");
+    assert!(qa_cuts(0) > 10, "a period of the newest byte's RTT sees a third of the window");
+}
+
 #[test]
 fn uno_quick_adapt_drops_to_acked_bytes_then_holds_off() {
     let p = uno::Params::from_net(&NET_10G);
