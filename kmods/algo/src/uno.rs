@@ -116,7 +116,7 @@ pub struct Params {
     pub qa_beta_q16: u32,
     /// QuickAdapt sets `cwnd = acked × qa_scale` (1.0).
     pub qa_scale_q16: u32,
-    /// QuickAdapt period as a multiple of the flow's base RTT (1.0).
+    /// QuickAdapt period as a multiple of the flow's base RTT + its ACK clock (the base RTT alone with `host_delay_gain_q16 = 0`) (1.0).
     pub qa_period_q16: u32,
     /// Largest single multiplicative cut (0.5).
     pub max_md_q16: u32,
