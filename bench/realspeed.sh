@@ -34,7 +34,7 @@
 #   bench/realspeed.sh [--rate-mbit R] [--nic-mbit R] [--shaper-burst] [--secs S] [--flows N] [--cc a,b,..]
 #                      [--real-host] [--preset cc:name ...]
 #                      [--set cc:knob=value ...] [--no-marker] [--trace DIR]
-#                      [--phantom-feed enqueue|link] [--sender-cpu N] [--json FILE]
+#                      [--phantom-feed enqueue|link] [--sender-cpu N] [--rps] [--json FILE]
 # --nic-mbit R gives the senders NICs of R Mbit/s (HTB on their ports) and
 # the markers the same ingress links (`xdcc mark-phantom --ingress-rate-mbit`:
 # a burst the router gets at once queues as it would behind such links).
@@ -50,13 +50,20 @@
 # sender s1's TCP counters over each run (nstat: recoveries, undos) and
 # per-100 ms samples of ss -tin and xdcc flows per CC in DIR, --json writes
 # the table as {cc: {util_pct, rtt_ms, ...}} (userspace/tests/realspeed.sh).
-# --sender-cpu N pins s1's iperf3 client to CPU N: a sender that moves
-# between CPUs reorders its own packets on veth (each CPU's backlog drains
-# on its own), which a NIC's one transmit queue per flow does not.
+# veth queues a packet on the backlog of the CPU that sent it, so a flow
+# sent from two CPUs (an application that moves, TCP's pacing timer,
+# ACK-clocked sends from either CPU's softirq) arrives reordered and reads
+# as loss, which a NIC (one queue per flow) does not do. --rps gives every
+# veth RPS over all CPUs, which keeps each flow on one CPU's backlog: a
+# lone paced UnoCC flow at 10 Gbit/s had 82-143 reorderings and ~100
+# spurious retransmissions in 8 s without it, none with it; but the router
+# then forwards each flow in its own CPU batches, and at 1 Gbit/s Jain's
+# index of four flows fell (testbed/notes/2026-11-27-datacenter-rates.md,
+# 4f): not the default. --sender-cpu N pins s1's iperf3 client to CPU N.
 # Root. Numbers, not assertions.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-sender_cpu="" rate=1000 nic="" shaper_burst=0 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() presets=() real_host=0 feed=enqueue
+rps=0 sender_cpu="" rate=1000 nic="" shaper_burst=0 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() presets=() real_host=0 feed=enqueue
 while (($#)); do
     case $1 in
         --rate-mbit) rate=$2; shift 2 ;;
@@ -71,6 +78,7 @@ while (($#)); do
         --no-marker) marker=0; shift ;;
         --phantom-feed) feed=$2; shift 2 ;;
         --trace) trace=$2; shift 2 ;;
+        --rps) rps=1; shift ;;
         --json) json=$2; shift 2 ;;
         --sender-cpu) sender_cpu=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -107,12 +115,23 @@ for n in "${ns[@]}"; do
     ip netns exec "$(N $n)" sysctl -qw net.ipv4.tcp_ecn=1
 done
 ip netns exec "$(N r)" sysctl -qw net.ipv4.ip_forward=1
+cpu_mask() { # the sysfs bitmap of CPUs 0..N-1 (32-bit words, comma-separated)
+    local n=$1 tail=""
+    while ((n > 32)); do tail=",ffffffff$tail"; n=$((n - 32)); done
+    printf '%x%s' $(((1 << n) - 1)) "$tail"
+}
 link() { # link NS1 IF1 NS2 IF2 SUBNET
     ip link add "$2" netns "$(N $1)" type veth peer "$4" netns "$(N $3)"
     ip -n "$(N $1)" addr add "10.77.$5.1/24" dev "$2"
     ip -n "$(N $3)" addr add "10.77.$5.2/24" dev "$4"
     ip -n "$(N $1)" link set "$2" up
     ip -n "$(N $3)" link set "$4" up
+    if ((rps)); then
+        local mask
+        mask=$(cpu_mask "$(nproc)")
+        ip netns exec "$(N $1)" sh -c "echo $mask >/sys/class/net/$2/queues/rx-0/rps_cpus"
+        ip netns exec "$(N $3)" sh -c "echo $mask >/sys/class/net/$4/queues/rx-0/rps_cpus"
+    fi
 }
 link s1 e0 r a1 1
 link s2 e0 r a2 2
