@@ -43,7 +43,7 @@
 # 64k burst and one 64 kB GSO packet): without it a mirror reads bursts the
 # port sends at once as queue (testbed/notes/2026-11-27-datacenter-rates.md).
 # --preset cc:name applies a tunable preset (`xdcc tunable preset`, e.g.
-# bpf_oscar:real-host) after the paper's defaults and before --set
+# bpf_oscar:real-host) after the defaults and before --set
 # (repeatable; --real-host: the `real-host` preset of every CC that has one,
 # as the host backend's real-speed files run them), --set applies a tunable
 # after the defaults (repeatable), --trace keeps
@@ -173,7 +173,7 @@ for cc in $ccs; do
     fi
     "$X" tunable set "$cc" net_link_rate_mbps "$rate" >/dev/null
     "$X" tunable set "$cc" net_intra_rtt_us "$base_rtt_us" >/dev/null
-    "$X" tunable preset "$cc" paper >/dev/null 2>&1 || true
+    "$X" tunable preset "$cc" defaults >/dev/null 2>&1 || true
     if ((real_host)) && "$X" tunable preset "$cc" 2>/dev/null | grep -qw real-host; then
         "$X" tunable preset "$cc" real-host >/dev/null
     fi

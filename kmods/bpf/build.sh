@@ -65,11 +65,17 @@ for cc in "${ccs[@]}"; do
     # every CC that reads marks needs ECN (CcSpec::needs_ecn).
     marks=$(sed -n "s/^ *cc_spec!($cc::[A-Za-z]*, \"tcp_$cc\", marks: \([A-Za-z]*\),.*/\1/p" "$here/../algo/src/lib.rs")
     case $marks in Unused) ecn=0 ;; Congestion|SpareBandwidth) ecn=1 ;; *) fail "no marks for '$cc' in kmods/algo/src/lib.rs (CCS)" ;; esac
-    clang-22 -target bpf -mcpu=v3 -g -O2 -emit-llvm -c -I"$work" \
+    # A CC whose complete ACK processing is a global BPF function (entry.rs
+    # has its body): shim.c defines it, and it stays a function.
+    ack_full=() export_ack_full=
+    if grep -q "fn xdcc_${cc}_ack_full_body" "$here/entry.rs"; then
+        ack_full=(-DXDCC_ACK_FULL) export_ack_full=,xdcc_${cc}_ack_full
+    fi
+    clang-22 -target bpf -mcpu=v3 -g -O2 -emit-llvm -c -I"$work" "${ack_full[@]}" \
         -DXDCC_CC="$cc" -DXDCC_NEEDS_ECN=$ecn -o "$work/shim_$cc.bc" "$here/shim.c"
     # 3.
     llvm-link -o "$work/linked_$cc.bc" "$work/shim_$cc.bc" "$work/entry.bc"
-    bpf-linker --export xdcc_init,xdcc_cong_control,xdcc_set_state,xdcc_cwnd_event,xdcc_ssthresh,xdcc_undo_cwnd,flows_$cc,replay_$cc,xdcc_mul_sat,xdcc_mul_div,xdcc_slope_q16,xdcc_ops,xdcc_config,xdcc_scratch,xdcc_replay_buf,xdcc_trace,xdcc_trace_on,xdcc_trace_dropped,_license \
+    bpf-linker --export xdcc_init,xdcc_cong_control,xdcc_set_state,xdcc_cwnd_event,xdcc_ssthresh,xdcc_undo_cwnd,flows_$cc,replay_$cc,xdcc_mul_sat,xdcc_mul_div,xdcc_slope_q16$export_ack_full,xdcc_ops,xdcc_config,xdcc_scratch,xdcc_replay_buf,xdcc_trace,xdcc_trace_on,xdcc_trace_dropped,_license \
         --btf -O3 --disable-memory-builtins --disable-expand-memcpy-in-order \
         --llvm-args=-inline-threshold=100000 --emit llvm-bc -o "$work/opt_$cc.bc" "$work/linked_$cc.bc" \
         >"$work/linker_$cc.log" 2>&1 || { cat "$work/linker_$cc.log" >&2; fail "bpf-linker ($cc)"; }

@@ -149,6 +149,31 @@ entries!(smartt, algo::smartt::Smartt, algo::smartt::Params);
 entries!(amrt, algo::amrt::Amrt, algo::amrt::Params);
 entries!(dctcp, algo::dctcp::Dctcp, algo::dctcp::Params);
 
+/// Size of `AckSample` (`struct xdcc_ack_sample` in shim.c).
+pub const ACK_SAMPLE_BYTES: usize = 48;
+
+/// UnoCC's complete ACK processing, the body of the global BPF function
+/// `xdcc_uno_ack_full` (shim.c; `algo::uno::bpf_global`). Its pointer
+/// arguments are typed there as the private area (`Flow`'s first field is the
+/// algorithm's state), the configuration (`Config`'s first field is the
+/// params) and an `AckSample`: the verifier checks each call passes that much
+/// memory.
+///
+/// # Safety
+/// Valid, aligned pointers to an `Uno`, its `Params` and an `AckSample`.
+#[no_mangle]
+pub unsafe extern "C" fn xdcc_uno_ack_full_body(
+    state: *mut algo::uno::Uno,
+    p: *const algo::uno::Params,
+    s: *const algo::AckSample,
+) {
+    // SAFETY: see above.
+    unsafe { (*state).on_ack_full(&*p, &*s) }
+}
+const _: () = assert!(core::mem::offset_of!(Flow<algo::uno::Uno>, algo) == 0);
+const _: () = assert!(core::mem::offset_of!(Config<algo::uno::Params>, params) == 0);
+const _: () = assert!(core::mem::size_of::<algo::AckSample>() == ACK_SAMPLE_BYTES);
+
 /// Bodies of the arithmetic helpers that the BPF build calls as global BPF
 /// functions (`algo::fixed::bpf_global`; the wrappers are in shim.c).
 #[no_mangle]

@@ -173,6 +173,35 @@ __attribute__((noinline)) __s64 xdcc_slope_q16(__s64 n, __s64 sum_x, __s64 sum_y
 	return xdcc_slope_q16_body(n, sum_x, sum_y, sum_xx, sum_xy);
 }
 
+#ifdef XDCC_ACK_FULL
+/*
+ * The CC's complete ACK processing as a global BPF function (UnoCC:
+ * uno.rs, `bpf_global`), for the same reason: the ACK handler's fast path
+ * calls it, and the verifier checks it once instead of once per path of its
+ * caller. Its arguments are memory of their types' sizes: the private area
+ * (the algorithm's state comes first), the configuration (its params come
+ * first) and the ACK sample (entry.rs checks the three).
+ */
+struct xdcc_priv {
+	__u64 words[CA_PRIV_SIZE / 8];
+};
+struct xdcc_ack_sample {
+	__u64 words[48 / 8]; /* ACK_SAMPLE_BYTES in entry.rs */
+};
+extern void ENTRY(ack_full_body)(struct xdcc_priv *flow, const struct xdcc_config *cfg,
+				 const struct xdcc_ack_sample *s);
+
+__attribute__((noinline)) int ENTRY(ack_full)(struct xdcc_priv *flow, const struct xdcc_config *cfg,
+					      const struct xdcc_ack_sample *s)
+{
+	/* (a global function's pointer arguments may be NULL to the verifier) */
+	if (!flow || !cfg || !s)
+		return 0;
+	ENTRY(ack_full_body)(flow, cfg, s);
+	return 0;
+}
+#endif
+
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
 {
 	return (struct tcp_sock *)sk;

@@ -15,6 +15,7 @@
 //! | uno | `qa_vs_current` | 0 | 1: QuickAdapt against the current window |
 //! | uno | `max_wnd_bdp_q16` | 0 (no cap) | 1.0: windows capped at one BDP |
 //! | uno | `queue_tol_own_rtt` | 0: physical queue = delay above 5.5 % of the intra-DC RTT | 1: above 5.5 % of the flow's own base RTT |
+//! | uno | `qa_needs_mark` | 0: QuickAdapt judges every period (the default, 1, judges a period only after marks: real hosts) | 0 |
 //! | gemini | `k_bytes` (only F uses it) | 50 packets/Gbit/s | 6 packets |
 //! | gemini | `alpha_gain_q16` | 1/16 | 0.5 |
 //! | gemini | `beta_q16` | 0.2 | 0.1 |
@@ -22,6 +23,10 @@
 //! | gemini | `max_wnd_bdp_q16` | 0 | 1.0 |
 //! | gemini | `h_rtt_ns` | 0 (own RTT) | the inter-DC RTT: same bytes per RTT for every flow |
 //! | gemini | `wan_min_base_rtt_ns` | 0 (all flows) | halfway between intra- and inter-DC RTT: T for inter-DC flows only |
+//!
+//! `defaults` sets every tunable another preset of the CC sets back to its default (it
+//! undoes them all); `paper` does the same and sets the defaults that are not the paper's,
+//! a real host's needs, to the paper's values (uno: `qa_needs_mark = 0`).
 //!
 //! `real-host`: UnoCC and OSCAR on a real Linux host at real speed, where
 //! the base RTT is microseconds and the pipe holds a few packets:
@@ -51,31 +56,39 @@ use super::params::NetConfig;
 
 /// Every preset: (CC, name, one line on what it is).
 pub const PRESETS: &[(&str, &str, &str)] = &[
-    ("uno", "paper", "the paper's defaults (uno-sc25 Table 2 and §4.1) for what uno-artifact changes"),
+    ("uno", "defaults", "the defaults for what the other presets change"),
+    ("uno", "paper", "the paper's UnoCC (uno-sc25 Table 2 and §4.1): the defaults, QuickAdapt without a mark"),
     ("uno", "uno-artifact", "as the public Uno simulator runs UnoCC (spcl/Uno_SC25, Fig. 3 scripts)"),
     ("uno", "real-host", "UnoCC on a real host at real speed: the reference code's fast increase (few-packet pipes)"),
+    ("oscar", "defaults", "the defaults for what real-host changes"),
     ("oscar", "paper", "the paper's defaults (oscar-nsdi26 §4.4) for what real-host changes"),
     ("oscar", "real-host", "OSCAR on a real host at real speed: a target queue of 1.5 intra-DC RTTs, above the host's delay noise"),
+    ("gemini", "defaults", "the defaults for what uno-artifact changes"),
     ("gemini", "paper", "the paper's defaults (gemini-ton Table IV) for what uno-artifact changes"),
     ("gemini", "uno-artifact", "as the public Uno simulator runs Gemini (spcl/Uno_SC25 sim/gemini.cpp)"),
 ];
 
 /// Calls `set(tunable, value)` for each tunable preset `name` of `cc` sets on
-/// network `n`. "paper" sets every tunable that any other preset of the CC
-/// sets back to the paper's default for `n` (so it undoes them all); the
-/// other tunables are left alone. Returns false for an unknown (cc, name):
-/// nothing is called then.
+/// network `n`. "defaults" sets every tunable that any other preset of the CC
+/// sets back to its default for `n` (so it undoes them all); "paper" does the
+/// same, then sets the defaults that are not the paper's to the paper's
+/// values; the other tunables are left alone. Returns false for an unknown
+/// (cc, name): nothing is called then.
 pub fn for_each_preset_tunable(cc: &str, name: &str, n: &NetConfig, mut set: impl FnMut(&'static str, u64)) -> bool {
     if !PRESETS.iter().any(|(c, p, _)| *c == cc && *p == name) {
         return false;
     }
-    if name == "paper" {
+    if name == "defaults" || name == "paper" {
         match cc {
             "uno" => {
                 let d = super::uno::Params::from_net(n);
-                let mut paper = |k: &'static str, _: u64| set(k, super::Tunables::get(&d, k).unwrap_or(0));
-                uno_artifact(n, &mut paper);
-                uno_real_host(&mut paper);
+                let mut default = |k: &'static str, _: u64| set(k, super::Tunables::get(&d, k).unwrap_or(0));
+                uno_artifact(n, &mut default);
+                uno_real_host(&mut default);
+                if name == "paper" {
+                    // The defaults that are a real host's, not the paper's.
+                    set("qa_needs_mark", 0);
+                }
             }
             "gemini" => {
                 let d = super::gemini::Params::from_net(n);
@@ -118,6 +131,7 @@ fn uno_artifact(n: &NetConfig, mut set: impl FnMut(&'static str, u64)) {
     set("qa_vs_current", 1);
     set("max_wnd_bdp_q16", one);
     set("queue_tol_own_rtt", 1);
+    set("qa_needs_mark", 0);
 }
 
 fn gemini_artifact(n: &NetConfig, mut set: impl FnMut(&'static str, u64)) {

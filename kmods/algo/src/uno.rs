@@ -77,6 +77,14 @@
 //!   (evidence: testbed/notes/2026-11-27-datacenter-rates.md#4d-the-ack-clock).
 //!   `host_delay_gain_q16 = 0` gives the paper's sizing
 //!   (evidence: testbed/notes/2026-11-27-unocc-deviations.md#host-delay).
+//! - **QuickAdapt needs a mark (real hosts).** A period is judged only once the fabric has
+//!   marked (in this epoch, or E has not yet decayed to 0): QuickAdapt is the paper's reaction
+//!   to extreme congestion, which in UnoCC's ECN fabric marks first (its phantom queues mark
+//!   at 90 % of the line), while on a host a CPU stall delays the ACK clock without a mark: a
+//!   lone 10 Gbit/s flow took ~6 such cuts a second, each regrown by α over ~200 ms. Losses
+//!   without marks still cut (the loss rule). `qa_needs_mark = 0` (`paper`, `uno-artifact`)
+//!   judges every period
+//!   (evidence: testbed/notes/2026-11-27-datacenter-rates.md#4i-quickadapt-needs-a-mark-and-unoccs-slow-path-as-a-global-bpf-function).
 //! - **Pacing: the window over the base RTT**, as the code paces (`cwnd / base RTT`; the paper:
 //!   "hardware pacing"), not the Linux adapter's `cwnd / srtt`: on a host the smoothed RTT holds
 //!   CPU stalls and that rate falls below what the window allows. UnoCC stays window-limited to
@@ -158,6 +166,12 @@ pub struct Params {
     /// nothing and on a host costs a wait per skb (module doc, "Pacing");
     /// 0 (default): always paced at `cwnd / base RTT`, as the reference code.
     pub unpaced_at_line_rate: u32,
+    /// 1 (default): QuickAdapt judges a period only once the fabric has
+    /// marked (in this epoch, or E has not yet decayed to 0), so a host's CPU
+    /// stall, which delays the ACK clock without a mark, is not read as
+    /// extreme congestion (module doc); 0: every period, as the paper and
+    /// the reference code (`paper`, `uno-artifact`).
+    pub qa_needs_mark: u32,
 }
 
 impl Params {
@@ -188,6 +202,7 @@ impl Params {
                 fast_increase_epochs: 0,
                 qa_when_app_limited: 0,
                 unpaced_at_line_rate: 0,
+                qa_needs_mark: 1,
             }
         }
     }
@@ -215,6 +230,7 @@ impl Params {
         check("fast_increase_epochs", self.fast_increase_epochs as u64, 0, 1000)?;
         check("qa_when_app_limited", self.qa_when_app_limited as u64, 0, 1)?;
         check("unpaced_at_line_rate", self.unpaced_at_line_rate as u64, 0, 1)?;
+        check("qa_needs_mark", self.qa_needs_mark as u64, 0, 1)?;
         Ok(())
     }
 
@@ -410,8 +426,12 @@ impl Uno {
         // Compare with the window the period started with: an increase made
         // during the period (even by this very ACK) could not yet be used.
         let cwnd = if p.qa_vs_current != 0 { self.w.bytes() } else { core::cmp::min(self.w.bytes(), self.qa_cwnd) } as u64;
+        // (Has the fabric marked lately? In an ECN fabric extreme congestion
+        // marks first; a host's stall delays the ACK clock without a mark.)
+        let marked_lately = (self.epoch_marked != 0) | (self.ecn_ewma_q16 != 0);
         if now >= self.holdoff_until_ns
             && (!app_limited || p.qa_when_app_limited != 0)
+            && (p.qa_needs_mark == 0 || marked_lately)
             && (self.qa_acked as u64).saturating_add(p.mtu as u64) < mul_q16(cwnd, p.qa_beta_q16)
         {
             self.w.prior_cwnd = self.w.bytes();
@@ -564,6 +584,17 @@ impl CongestionControl for Uno {
         // their ends are then 0).
         let slow = (s.marked_bytes != 0) | s.app_limited | (s.rtt_ns == 0) | (s.rtt_ns < self.base_rtt_ns) | (self.base_rtt_ns == 0);
         if slow || self.w.in_slow_start() || s.send_time_ns >= self.epoch_end_ns || s.now_ns >= self.qa_end_ns {
+            #[cfg(xdcc_bpf)]
+            {
+                #[allow(unsafe_code)]
+                // SAFETY: the flow's state and the params are the first fields of the
+                // private area and of the configuration, and the sample a whole
+                // `AckSample`, as the global function's types declare (entry.rs checks
+                // the offsets and the size); nothing is retained after the call.
+                unsafe { bpf_global::xdcc_uno_ack_full(self, p, s) };
+                return;
+            }
+            #[cfg(not(xdcc_bpf))]
             return self.on_ack_full(p, s);
         }
         self.rtt_sample(p, s);
@@ -637,11 +668,27 @@ impl CongestionControl for Uno {
     }
 }
 
+/// BPF backend only: the complete ACK processing ([`Uno::on_ack_full`]) is a
+/// *global* BPF function, which the verifier checks once on its own (as
+/// `fixed::bpf_global`'s arithmetic), so that it is not re-explored for every
+/// path of the fast path and the adapter around it: inlined, it took bpf_uno's
+/// ACK handler near the verifier's budget for a program
+/// (evidence: testbed/notes/2026-11-27-datacenter-rates.md#4i). `kmods/bpf/shim.c`
+/// defines it (C, so that it carries BTF) and calls back into
+/// `xdcc_uno_ack_full_body` in `kmods/bpf/entry.rs`.
+#[cfg(xdcc_bpf)]
+mod bpf_global {
+    extern "C" {
+        #[allow(improper_ctypes)]
+        pub fn xdcc_uno_ack_full(state: *mut super::Uno, p: *const super::Params, s: *const super::AckSample) -> i32;
+    }
+}
+
 tunables!(Params {
     rate_bytes_per_sec: u64, mtu: u32, ai_bdp_ppm: u32, k_bytes: u32, epoch_ns: u32,
     ecn_ewma_gain_q16: u32, phantom_md_scale_q16: u32, queue_delay_tol_q16: u32,
     qa_beta_q16: u32, qa_scale_q16: u32, qa_period_q16: u32, max_md_q16: u32, init_bdp_q16: u32,
     cumulative_gentle_md: u32, aimd_phantom: u32, qa_vs_current: u32, max_wnd_bdp_q16: u32,
     queue_tol_own_rtt: u32, host_delay_gain_q16: u32, fast_increase_epochs: u32, qa_when_app_limited: u32,
-    unpaced_at_line_rate: u32,
+    unpaced_at_line_rate: u32, qa_needs_mark: u32,
 });

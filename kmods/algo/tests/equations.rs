@@ -402,7 +402,8 @@ fn uno_fast_increase_multiplies_alpha_by_the_unmarked_epochs_in_a_row_until_a_ma
 #[test]
 fn uno_quick_adapt_period_follows_the_ack_clock() {
     let qa_cuts = |srtt: u32| {
-        let p = uno::Params::from_net(&NET_10G);
+        // (QuickAdapt on every period, as the paper: no marks here)
+        let p = uno::Params { qa_needs_mark: 0, ..uno::Params::from_net(&NET_10G) };
         let mut u = uno_flow(&p, 8_000);
         let mut now = T0;
         u.on_ack(&p, &ack(now, now - 8_000, 8_000, false)); // the base RTT
@@ -421,23 +422,35 @@ fn uno_quick_adapt_period_follows_the_ack_clock() {
     assert!(qa_cuts(0) > 10, "a period of the newest byte's RTT sees a third of the window");
 }
 
+/// Only 10 packets come back in an RTT: extreme congestion, and QuickAdapt
+/// sets the window to the bytes acked. By default only once the fabric has
+/// marked (one marked ACK in the period); a host's stall, which delays the
+/// ACK clock without a mark, is not judged. The paper's QuickAdapt
+/// (`qa_needs_mark = 0`) judges it too.
 #[test]
-fn uno_quick_adapt_drops_to_acked_bytes_then_holds_off() {
-    let p = uno::Params::from_net(&NET_10G);
-    let rtt = 200_000u32;
-    let mut u = uno_flow(&p, rtt);
-    let w0 = u.cwnd();
-    let mut now = T0;
-    u.on_ack(&p, &ack(now, now - rtt as u64, rtt, false));
-    // Only 10 packets come back in the next RTT: extreme congestion.
-    for _ in 0..10 {
-        now += rtt as u64 / 10;
+fn uno_quick_adapt_drops_to_acked_bytes_once_the_fabric_marks() {
+    let run = |needs_mark: u32, one_marked: bool| {
+        let p = uno::Params { qa_needs_mark: needs_mark, ..uno::Params::from_net(&NET_10G) };
+        let rtt = 200_000u32;
+        let mut u = uno_flow(&p, rtt);
+        let w0 = u.cwnd();
+        let mut now = T0;
         u.on_ack(&p, &ack(now, now - rtt as u64, rtt, false));
+        for i in 0..10 {
+            now += rtt as u64 / 10;
+            u.on_ack(&p, &ack(now, now - rtt as u64, rtt, one_marked && i == 5));
+        }
+        now += 1;
+        u.on_ack(&p, &ack(now, now - rtt as u64, rtt, false));
+        (w0, u.cwnd())
+    };
+    for (needs_mark, one_marked) in [(0, false), (1, true)] {
+        let (w0, cwnd) = run(needs_mark, one_marked);
+        assert!(cwnd < w0 / 4, "QA must cut ({needs_mark}, {one_marked}): {w0} -> {cwnd}");
+        assert!((10 * 1500..=12 * 1500).contains(&cwnd), "cwnd = bytes acked in the period: {cwnd}");
     }
-    now += 1;
-    u.on_ack(&p, &ack(now, now - rtt as u64, rtt, false));
-    assert!(u.cwnd() < w0 / 4, "QA must cut: {} -> {}", w0, u.cwnd());
-    assert!((10 * 1500..=12 * 1500).contains(&u.cwnd()), "cwnd = bytes acked in the period: {}", u.cwnd());
+    let (w0, kept) = run(1, false);
+    assert!(kept >= w0, "no mark, no QuickAdapt by default: {w0} -> {kept}");
 }
 
 /// An application-limited collapse (a flow with less data than its window)
@@ -445,7 +458,7 @@ fn uno_quick_adapt_drops_to_acked_bytes_then_holds_off() {
 #[test]
 fn uno_quick_adapt_judges_app_limited_periods_only_when_asked() {
     let run = |judge: u32| {
-        let mut p = uno::Params::from_net(&NET_10G);
+        let mut p = uno::Params { qa_needs_mark: 0, ..uno::Params::from_net(&NET_10G) };
         p.qa_when_app_limited = judge;
         let rtt = 200_000u32;
         let mut u = uno_flow(&p, rtt);

@@ -142,7 +142,8 @@ fn quickadapt_does_not_cut_a_window_the_sender_could_not_use() {
     // the receive window (or the application) did, where fewer acked bytes
     // say nothing about the network. Read as congestion, inter-DC flows
     // behind Linux's 64 KB initial receive window lost their one-BDP start.
-    let p = uno::Params::from_net(&NET);
+    // (No marks here: QuickAdapt on every period, as the paper.)
+    let p = uno::Params { qa_needs_mark: 0, ..uno::Params::from_net(&NET) };
     for cwnd_limited in [0, 1] {
         let mut t = 1_000_000;
         let mut f = Flow::<uno::Uno>::new(&p, &sock(t));

@@ -86,8 +86,9 @@ impl Rng {
 }
 
 /// The next event of a plausible (not exact) TCP sender: time moves
-/// forward, deliveries accumulate, RTTs wander between µs and 100 ms.
-fn next_event(rng: &mut Rng, r: &mut Replay, step: usize) {
+/// forward, deliveries accumulate, RTTs wander between µs and 100 ms; ECE
+/// on `ece_pct` % of the ACKs (rare ECE reaches what marks gate).
+fn next_event(rng: &mut Rng, r: &mut Replay, step: usize, ece_pct: u64) {
     let s = &mut r.s;
     let gap = if rng.chance(2) { 2_000_000 } else { 3_000 };
     s.now_us += 1 + rng.below(gap);
@@ -133,7 +134,7 @@ fn next_event(rng: &mut Rng, r: &mut Replay, step: usize) {
                 prior_delivered: if rng.chance(10) { 0 } else { s.delivered.wrapping_sub(rng.below(300) as u32) },
                 is_app_limited: rng.chance(10) as u8,
                 _pad: [0; 3],
-                flag: if rng.chance(25) { FLAG_ECE } else { 0 } | (rng.below(4) as i32),
+                flag: if rng.chance(ece_pct) { FLAG_ECE } else { 0 } | (rng.below(4) as i32),
             };
         }
         SET_STATE => r.arg = rng.below(5) as u32,
@@ -148,7 +149,7 @@ fn next_event(rng: &mut Rng, r: &mut Replay, step: usize) {
 }
 
 /// Replays `steps` events through both builds; returns the events compared.
-fn replay<A>(algo: &str, cfg: &Config<A::Params>, write_cfg: bool, seed: u64, steps: usize) -> Result<usize>
+fn replay<A>(algo: &str, cfg: &Config<A::Params>, write_cfg: bool, seed: u64, ece_pct: u64, steps: usize) -> Result<usize>
 where
     A: CongestionControl,
     A::Params: Tunables,
@@ -187,7 +188,7 @@ where
     // the all-zero pattern is a valid value.
     let mut model: Flow<A> = unsafe { std::mem::zeroed() };
     for step in 0..steps {
-        next_event(&mut rng, &mut ctx, step);
+        next_event(&mut rng, &mut ctx, step, ece_pct);
         let input = ctx;
         let out = prog
             .test_run(libbpf_rs::ProgramInput { context_in: Some(ctx.bytes_mut()), ..Default::default() })
@@ -253,8 +254,9 @@ where
     tuned.pacing.ss_pct = 250;
     let mut n = 0;
     for seed in [1u64, 0x5eed, 0xdead_beef] {
-        n += replay::<A>(algo, &default, false, seed, 4000)?;
-        n += replay::<A>(algo, &tuned, true, seed ^ 0x77, 4000)?;
+        n += replay::<A>(algo, &default, false, seed, 25, 4000)?;
+        n += replay::<A>(algo, &default, false, seed, 1, 4000)?;
+        n += replay::<A>(algo, &tuned, true, seed ^ 0x77, 25, 4000)?;
     }
     Ok(n)
 }

@@ -17,9 +17,10 @@ pub enum TunableCmd {
     /// changes nothing.
     Set { cc: String, name: String, value: String },
     /// Apply a named preset (a set of tunables derived from the CC's current
-    /// `net_*` network: `paper` = the paper's defaults, `uno-artifact` = as
-    /// the public Uno simulator runs it, `real-host` = UnoCC on a real host at
-    /// real speed); without NAME, list the presets.
+    /// `net_*` network: `defaults` = undo the other presets, `paper` = the
+    /// paper's algorithm, `uno-artifact` = as the public Uno simulator runs
+    /// it, `real-host` = UnoCC on a real host at real speed); without NAME,
+    /// list the presets.
     Preset { cc: String, name: Option<String> },
 }
 
