@@ -586,11 +586,11 @@ impl CongestionControl for Uno {
         if slow || self.w.in_slow_start() || s.send_time_ns >= self.epoch_end_ns || s.now_ns >= self.qa_end_ns {
             #[cfg(xdcc_bpf)]
             {
+                // The flow's state and the params are the first fields of the private
+                // area and of the configuration, the sample a whole `AckSample` (entry.rs
+                // checks the offsets and the size); nothing is retained after the call.
                 #[allow(unsafe_code)]
-                // SAFETY: the flow's state and the params are the first fields of the
-                // private area and of the configuration, and the sample a whole
-                // `AckSample`, as the global function's types declare (entry.rs checks
-                // the offsets and the size); nothing is retained after the call.
+                // SAFETY: valid pointers to the memory the global function's types declare (above).
                 unsafe { bpf_global::xdcc_uno_ack_full(self, p, s) };
                 return;
             }
