@@ -23,7 +23,8 @@
 # Prints one line per CC: port utilization (from the port's byte counter),
 # mean/p99 of the senders' smoothed RTT samples (ss, every 100 ms), mean and
 # p99 port queue (tc backlog), drops, Jain's index of the streams'
-# throughputs, the host's CPU s/GB (senders, router and receiver share its
+# throughputs, minsh (the slowest stream over the fair share: OSCAR's low
+# mode is a stream under 0.5), the host's CPU s/GB (senders, router and receiver share its
 # CPUs: /proc/stat), ratios to cubic for throughput and CPU, and
 # the share of a BPF CC's flows with ECN negotiated (xdcc flows, once per run;
 # ecn%: an ECN CC at 0 means
@@ -302,6 +303,7 @@ rtt = sorted(float(v) for v in open(f"{work}/rtt") if v.strip())
 q = sorted(int(v) for v in open(f"{work}/q") if v.strip())
 p = lambda a, f: a[min(len(a) - 1, int(f * len(a)))] if a else float("nan")
 jain = sum(streams) ** 2 / (len(streams) * sum(x * x for x in streams)) if streams else 0
+minsh = min(streams) / st.mean(streams) if streams and sum(streams) else 0  # slowest stream / fair share
 gb = sum(streams) * secs / 8 / 1e9
 import glob
 e = [tuple(map(int, l.split())) for f in glob.glob(f"{work}/ecn.*") for l in open(f) if l.strip()]
@@ -309,30 +311,30 @@ ecn = 100 * sum(a for a, _ in e) / sum(b for _, b in e) if sum(b for _, b in e) 
 m = [json.loads(l) for l in open(f"{work}/marker.json") if l.strip()]
 mark = 100 * m[0]["marked"] / m[0]["ect_packets"] if m and m[0]["ect_packets"] else -1
 print(f"{util:.1f} {st.mean(rtt) if rtt else float('nan'):.3f} {p(rtt, .99):.3f} {(st.mean(q) if q else 0) / 1000:.1f} "
-      f"{p(q, .99) / 1000:.1f} {drops} {retx} {jain:.3f} {busy / hz / max(gb, 1e-9):.2f} {sum(streams) / 1e6:.0f} {ecn:.0f} {mark:.1f}")
+      f"{p(q, .99) / 1000:.1f} {drops} {retx} {jain:.3f} {busy / hz / max(gb, 1e-9):.2f} {sum(streams) / 1e6:.0f} {ecn:.0f} {mark:.1f} {minsh:.2f}")
 EOF
 )
 done
 
 echo "real speed: $flows flows ($( ((per2)) && echo 2 senders || echo 1 sender)) -> 1 port, HTB ${rate} Mbit/s, FIFO $buf_pkts packets, base RTT ${base_rtt_us} us (ping), ${secs} s per CC, marker $( ((marker)) && echo on || echo off ), kernel $(uname -r), $(nproc) CPUs"
-printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %8s %9s %9s %5s %6s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain CPUs/GB "tput/cub" "CPU/cub" ecn% mark%
-read -r _ _ _ _ _ _ _ _ cub_cpu cub_tput _ _ <<<"${res[cubic]:-0 0 0 0 0 0 0 0 0 0 0 0}"
+printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %6s %8s %9s %9s %5s %6s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain minsh CPUs/GB "tput/cub" "CPU/cub" ecn% mark%
+read -r _ _ _ _ _ _ _ _ cub_cpu cub_tput _ _ _ <<<"${res[cubic]:-0 0 0 0 0 0 0 0 0 0 0 0 0}"
 for cc in $ccs; do
-    read -r u r r99 q q99 dr rx j cpu tput ecn mark <<<"${res[$cc]}"
+    read -r u r r99 q q99 dr rx j cpu tput ecn mark minsh <<<"${res[$cc]}"
     python3 -c "
 import sys
-cc,u,r,r99,q,q99,dr,rx,j,cpu,tput,ecn,mark,cc0,cp0 = sys.argv[1:]
+cc,u,r,r99,q,q99,dr,rx,j,cpu,tput,ecn,mark,minsh,cc0,cp0 = sys.argv[1:]
 rt = f'{float(tput)/float(cc0):.2f}' if float(cc0) else '-'
 rc = f'{float(cpu)/float(cp0):.2f}' if float(cp0) else '-'
 ecn = '-' if float(ecn) < 0 else ecn
 mark = '-' if float(mark) < 0 else mark
-print(f'{cc:<11} {float(u):6.1f} {float(r):9.3f} {float(r99):9.3f} {float(q):8.1f} {float(q99):8.1f} {dr:>6} {rx:>6} {float(j):6.3f} {float(cpu):8.2f} {rt:>9} {rc:>9} {ecn:>5} {mark:>6}')
-" "$cc" "$u" "$r" "$r99" "$q" "$q99" "$dr" "$rx" "$j" "$cpu" "$tput" "$ecn" "$mark" "$cub_tput" "$cub_cpu"
+print(f'{cc:<11} {float(u):6.1f} {float(r):9.3f} {float(r99):9.3f} {float(q):8.1f} {float(q99):8.1f} {dr:>6} {rx:>6} {float(j):6.3f} {float(minsh):6.2f} {float(cpu):8.2f} {rt:>9} {rc:>9} {ecn:>5} {mark:>6}')
+" "$cc" "$u" "$r" "$r99" "$q" "$q99" "$dr" "$rx" "$j" "$cpu" "$tput" "$ecn" "$mark" "$minsh" "$cub_tput" "$cub_cpu"
 done
 if [[ -n $json ]]; then
     for cc in $ccs; do echo "$cc ${res[$cc]}"; done | python3 -c '
 import json, sys
-keys = ["util_pct", "rtt_ms", "rtt_p99_ms", "queue_kB", "queue_p99_kB", "drops", "retx", "jain", "cpu_s_per_GB", "mbps", "ecn_pct", "marked_pct"]
+keys = ["util_pct", "rtt_ms", "rtt_p99_ms", "queue_kB", "queue_p99_kB", "drops", "retx", "jain", "cpu_s_per_GB", "mbps", "ecn_pct", "marked_pct", "min_share"]
 print(json.dumps({l.split()[0]: dict(zip(keys, map(float, l.split()[1:]))) for l in sys.stdin}, indent=1))' >"$json"
 fi
 rm -rf "$work"

@@ -69,7 +69,10 @@ for cc in "${ccs[@]}"; do
     # has its body): shim.c defines it, and it stays a function.
     ack_full=() export_ack_full=
     if grep -q "fn xdcc_${cc}_ack_full_body" "$here/entry.rs"; then
-        ack_full=(-DXDCC_ACK_FULL) export_ack_full=,xdcc_${cc}_ack_full
+        # (the sample's size from entry.rs, where it is checked against the type)
+        sample=$(sed -n 's/^pub const ACK_SAMPLE_BYTES: usize = \([0-9]*\);.*/\1/p' "$here/entry.rs")
+        [[ -n $sample ]] || fail "no ACK_SAMPLE_BYTES in entry.rs"
+        ack_full=(-DXDCC_ACK_FULL -DXDCC_ACK_SAMPLE_BYTES="$sample") export_ack_full=,xdcc_${cc}_ack_full
     fi
     clang-22 -target bpf -mcpu=v3 -g -O2 -emit-llvm -c -I"$work" "${ack_full[@]}" \
         -DXDCC_CC="$cc" -DXDCC_NEEDS_ECN=$ecn -o "$work/shim_$cc.bc" "$here/shim.c"

@@ -149,7 +149,7 @@ entries!(smartt, algo::smartt::Smartt, algo::smartt::Params);
 entries!(amrt, algo::amrt::Amrt, algo::amrt::Params);
 entries!(dctcp, algo::dctcp::Dctcp, algo::dctcp::Params);
 
-/// Size of `AckSample` (`struct xdcc_ack_sample` in shim.c).
+/// Size of `AckSample`; build.sh passes it to shim.c (`struct xdcc_ack_sample`).
 pub const ACK_SAMPLE_BYTES: usize = 48;
 
 /// UnoCC's complete ACK processing, the body of the global BPF function

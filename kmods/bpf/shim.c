@@ -185,8 +185,11 @@ __attribute__((noinline)) __s64 xdcc_slope_q16(__s64 n, __s64 sum_x, __s64 sum_y
 struct xdcc_priv {
 	__u64 words[CA_PRIV_SIZE / 8];
 };
+#ifndef XDCC_ACK_SAMPLE_BYTES
+#error "build.sh passes XDCC_ACK_SAMPLE_BYTES (ACK_SAMPLE_BYTES in entry.rs)"
+#endif
 struct xdcc_ack_sample {
-	__u64 words[48 / 8]; /* ACK_SAMPLE_BYTES in entry.rs */
+	__u64 words[XDCC_ACK_SAMPLE_BYTES / 8];
 };
 extern void ENTRY(ack_full_body)(struct xdcc_priv *flow, const struct xdcc_config *cfg,
 				 const struct xdcc_ack_sample *s);

@@ -449,30 +449,36 @@ impl Profile {
 /// max) / (3·avpkt) + 1`, lowered until the EWMA weight tc derives from it
 /// (2^-Wlog, `tc_red_eval_ewma`) fits the kernel's fixed point, which
 /// refuses `fls(max) + Wlog ≥ 32` (`red_check_params`): the default gave a
-/// 10 Gbit/s port's 6.75 MB buffer at 25-75 % Wlog 11 where at most 8 fits,
+/// 10 Gbit/s port's 6.75 MB buffer at 25-75 % Wlog 10 where at most 8 fits,
 /// and tc failed. Never below `min / avpkt + 1`, the smallest tc accepts.
 fn red_burst(min: u64, max: u64, avpkt: u64) -> u64 {
-    // tc's search: the smallest Wlog whose weight lets `burst` packets
-    // arriving at once into an empty queue leave the average below `min`.
-    let wlog = |burst: u64| -> u32 {
-        let a = burst as f64 + 1.0 - min as f64 / avpkt as f64;
-        let mut w = 0.5f64;
-        for wlog in 1..32 {
-            if a <= (1.0 - (1.0 - w).powi(burst.min(i32::MAX as u64) as i32)) / w {
-                return wlog;
-            }
-            w /= 2.0;
-        }
-        32
-    };
-    let fls = |x: u64| 64 - x.leading_zeros();
     let most = 31u32.saturating_sub(fls(max.max(min)));
     let least = min / avpkt.max(1) + 1;
     let mut burst = (2 * min + max) / (3 * avpkt.max(1)) + 1;
-    while burst > least && wlog(burst) > most {
+    while burst > least && tc_red_wlog(burst, min, avpkt) > most {
         burst -= 1;
     }
     burst
+}
+
+/// The EWMA weight's log tc derives for RED's `burst` (`tc_red_eval_ewma`):
+/// the smallest Wlog whose weight lets `burst` packets arriving at once into
+/// an empty queue leave the average below `min`; 32 where none does.
+fn tc_red_wlog(burst: u64, min: u64, avpkt: u64) -> u32 {
+    let a = burst as f64 + 1.0 - min as f64 / avpkt.max(1) as f64;
+    let mut w = 0.5f64;
+    for wlog in 1..32 {
+        if a <= (1.0 - (1.0 - w).powi(burst.min(i32::MAX as u64) as i32)) / w {
+            return wlog;
+        }
+        w /= 2.0;
+    }
+    32
+}
+
+/// The kernel's `fls`: the position of the highest set bit (0 for 0).
+fn fls(x: u64) -> u32 {
+    64 - x.leading_zeros()
 }
 
 /// ppm as a netem percentage with enough digits ("0.0039%").
@@ -646,15 +652,17 @@ mod tests {
             "qdisc replace dev w0 parent 1:1 handle 10: netem delay 32500us limit 10000 loss gemodel 0.0039% 77% 100% 0%"
         );
         // A 10 Gbit/s port's 6.75 MB buffer at 25-75 %: tc's default burst
-        // (1876) needs Wlog 11, the kernel takes at most 31 - fls(max) = 8.
+        // (1876) needs Wlog 10, the kernel takes at most 31 - fls(max) = 8.
         let big = Profile::parse(
             "description = \"x\"\n[port]\nrate_mbit = 10000\nbuffer_bytes = 6750000\n[marking]\nkind = \"red\"\n\
              min_pct = 25\nmax_pct = 75\nprobability_pct = 100\n",
         )
         .unwrap();
         let (min, max) = big.red_thresholds();
+        assert_eq!(tc_red_wlog(1876, min, 1500), 10, "tc's default burst needs Wlog 10");
         let b = red_burst(min, max, 1500);
         assert!(b > min / 1500 && b < 1876, "{b}");
+        assert!(fls(max) + tc_red_wlog(b, min, 1500) <= 31, "the kernel's red_check_params takes it");
         assert_eq!(red_burst(75000, 76500, 1500), 51, "tc's default where it fits");
         let f = Profile::load("dc-fifo").unwrap().with_rate(20).unwrap().render("x");
         assert_eq!(f[2].join(" "), "qdisc replace dev x parent 1:1 handle 10: bfifo limit 13500");

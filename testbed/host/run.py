@@ -225,6 +225,14 @@ class Netns(Backend):
             sh("ip", "-n", a, "link", "set", ia, "up")
             sh("ip", "-n", b, "link", "set", ib, "up")
             sh("ip", "-n", a, "route", "add", "default", "via", f"10.78.{net}.2")
+        if not self.plan["offloads"]:
+            # MTU-sized packets end to end, as the model's (the scenario's
+            # `host_offloads = false`; the vm backend's port marks per skb:
+            # with GSO one DCTCP flow of realspeed-8to1 sent 12 kB skbs that
+            # RED judged as one packet each and took 743 of 1000 Mbit/s).
+            devs = [(n, "e0") for n in self.groups + [self.d]] + [(self.r, f"a{i}") for i in range(len(self.groups))] + [(self.r, "p0")]
+            for n, dev in devs:
+                sh("ethtool", "-K", dev, "gso", "off", "tso", "off", "gro", "off", ns=n)
         self.build_port(self.plan["port"])
 
     def emulate_rtts(self, base):
@@ -260,15 +268,8 @@ class Guest(Netns):
     name = "vm"
 
     def up(self):
+        # (The plan turns the offloads off: the port's RED marks per skb.)
         super().up()
-        # The port marks on its own queue, per packet as a switch does: no
-        # GSO/TSO/GRO super-packets (the 2-DC testbed's `gso = false`). With
-        # them one DCTCP flow of realspeed-8to1 sent 12 kB skbs that RED
-        # judged as one packet each and took 743 of 1000 Mbit/s (6 % of its
-        # segments marked, 80 % of the others').
-        devs = [(n, "e0") for n in self.groups + [self.d]] + [(self.r, f"a{i}") for i in range(len(self.groups))] + [(self.r, "p0")]
-        for n, dev in devs:
-            sh("ethtool", "-K", dev, "gso", "off", "tso", "off", "gro", "off", ns=n)
         # A namespace may only default to an allowed CC: allow every one.
         with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
             avail = f.read().split()
@@ -369,6 +370,8 @@ class Servers(Backend):
                     self.put(m, remote, fh.read(), 0o755)
         for m in self.machines:
             self.run(m, "sysctl", "-qw", "net.ipv4.tcp_ecn=1")
+        if not self.plan["offloads"]:
+            print(f"[servers] note: host_offloads = false: real servers keep their NICs' offloads (ethtool -K <dev> gso off tso off gro off on each, if the run needs them off)", file=sys.stderr)
         self.build_port(self.plan["port"])
         self.port_built = True
 

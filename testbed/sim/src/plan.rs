@@ -83,6 +83,9 @@ pub struct HostPlan {
     /// The model's end-host delay (`host_delay_us`): what the scenario
     /// assumes the real hosts add; the executor reports what it measured.
     pub model_host_delay_us: f64,
+    /// TSO, GSO and GRO on the executor's namespaces (the scenario's
+    /// `host_offloads`; always off where the port's qdisc marks, per skb).
+    pub offloads: bool,
     /// What the host backend does differently from the model, in words.
     pub notes: Vec<String>,
 }
@@ -276,6 +279,7 @@ pub fn plan(sc: &Scenario, cc: &str, ex: Executor) -> Result<HostPlan> {
         port: Port { name: q.name.clone(), rate_mbit, buffer_bytes: q.buffer_bytes, marker, profile },
         groups,
         model_host_delay_us: sc.host_delay_us,
+        offloads: sc.host_offloads && !ex.qdisc_marking,
         notes,
     })
 }

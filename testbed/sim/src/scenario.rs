@@ -121,6 +121,13 @@ pub struct Scenario {
     /// Gemini recommends sender pacing (§III-C); Uno's reference code paces.
     #[serde(default)]
     pub window_pacing_gain: f64,
+    /// Whether the host backend's namespaces keep TSO, GSO and GRO on
+    /// (default true, as servers run): false turns them off on every device,
+    /// so the port carries MTU-sized packets as the simulator's does. The
+    /// vm backend always turns them off (its RED marks per skb); real
+    /// servers keep their NICs' settings.
+    #[serde(default = "yes")]
+    pub host_offloads: bool,
     /// TCP's receive window: what the receiver lets the sender have in
     /// flight, whatever the CC's window. None (the default): unlimited, as
     /// in the papers' simulators. The testbed's model sets Linux's.

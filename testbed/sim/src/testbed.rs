@@ -653,6 +653,7 @@ impl TestbedScenario {
             host_delay_steady: 0.0,
             // The modules pace at cwnd/srtt (`sk_pacing_rate`) after slow start.
             window_pacing_gain: 1.0,
+            host_offloads: true,
             receive_window: Some(LINUX_RECEIVE_WINDOW),
             loss_recovery: Default::default(),
             rto_us: None,

@@ -128,3 +128,16 @@ fn duration_lengthens_the_plan_and_refuses_an_empty_measured_interval() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("--duration 2") && e.contains("measure_from_ms"), "{e}");
 }
+
+#[test]
+fn offloads_follow_the_scenario_and_the_vm_turns_them_off() {
+    use xdcc_sim::plan::{plan, Executor};
+    // On by default (as servers run); `host_offloads = false` turns them off;
+    // the vm's port marks per skb, so its plans never have them.
+    let on = scenario("realspeed-10g-4to1");
+    assert!(host_plan(&on, "uno").unwrap().offloads);
+    assert!(!plan(&on, "uno", Executor::VM).unwrap().offloads);
+    let off = scenario("realspeed-3g-4to1-no-offloads");
+    assert!(!off.host_offloads);
+    assert!(!host_plan(&off, "cubic").unwrap().offloads);
+}
