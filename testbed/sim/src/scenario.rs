@@ -112,7 +112,8 @@ pub struct Scenario {
     /// every packet alike (a lone flow at real speed: samples 21–34 µs,
     /// p10–p90, over a 6 µs base RTT); then each ACK waits
     /// `steady × mean` plus an exponential remainder with the rest of the
-    /// mean.
+    /// mean, and the handshake's RTT (a flow's first RTT sample) holds the
+    /// steady part too.
     #[serde(default)]
     pub host_delay_steady: f64,
     /// Pacing for algorithms that only set a window, as Linux does when a CC

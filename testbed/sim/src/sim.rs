@@ -945,8 +945,14 @@ impl Sim {
     fn flow_start(&mut self, i: usize) {
         let mtu = self.mtu;
         let f = &mut self.flows[i];
-        // The handshake RTT: propagation plus one MTU serialization per hop.
-        let mut hint = f.rtt_ns as f64 + mtu as f64 * 8.0 * 1e9 / f.host_rate_bps;
+        // The handshake RTT: propagation plus one MTU serialization per hop,
+        // plus the end hosts' steady delay, which every packet of a busy host
+        // waits, the handshake's too (without it a flow's minimum RTT stayed
+        // below every sample it ever took, by a gap no real host shows, and
+        // the CCs that read delay above the minimum read the host as a queue:
+        // SMaRTT carried 8 % of realspeed-10g-lone at a 74 µs host delay,
+        // the host 88 %; testbed/notes/2026-11-27-datacenter-rates.md, 4j).
+        let mut hint = f.rtt_ns as f64 + mtu as f64 * 8.0 * 1e9 / f.host_rate_bps + self.host_steady_ns;
         for &q in &f.path {
             hint += mtu as f64 * 8.0 * 1e9 / self.queues[q as usize].rate_bps;
         }

@@ -137,7 +137,7 @@ fn offloads_follow_the_scenario_and_the_vm_turns_them_off() {
     let on = scenario("realspeed-10g-4to1");
     assert!(host_plan(&on, "uno").unwrap().offloads);
     assert!(!plan(&on, "uno", Executor::VM).unwrap().offloads);
-    let off = scenario("realspeed-3g-4to1-no-offloads");
+    let off = scenario("realspeed-2g-4to1-no-offloads");
     assert!(!off.host_offloads);
     assert!(!host_plan(&off, "cubic").unwrap().offloads);
 }
