@@ -78,7 +78,7 @@ for cc in "${ccs[@]}"; do
         -DXDCC_CC="$cc" -DXDCC_NEEDS_ECN=$ecn -o "$work/shim_$cc.bc" "$here/shim.c"
     # 3.
     llvm-link -o "$work/linked_$cc.bc" "$work/shim_$cc.bc" "$work/entry.bc"
-    bpf-linker --export xdcc_init,xdcc_cong_control,xdcc_set_state,xdcc_cwnd_event,xdcc_ssthresh,xdcc_undo_cwnd,flows_$cc,replay_$cc,xdcc_mul_sat,xdcc_mul_div,xdcc_slope_q16,xdcc_decaying_max$export_ack_full,xdcc_ops,xdcc_config,xdcc_scratch,xdcc_replay_buf,xdcc_trace,xdcc_trace_on,xdcc_trace_dropped,_license \
+    bpf-linker --export xdcc_init,xdcc_cong_control,xdcc_set_state,xdcc_cwnd_event,xdcc_ssthresh,xdcc_undo_cwnd,flows_$cc,replay_$cc,xdcc_mul_sat,xdcc_mul_div,xdcc_slope_q16$export_ack_full,xdcc_ops,xdcc_config,xdcc_scratch,xdcc_replay_buf,xdcc_trace,xdcc_trace_on,xdcc_trace_dropped,_license \
         --btf -O3 --disable-memory-builtins --disable-expand-memcpy-in-order \
         --llvm-args=-inline-threshold=100000 --emit llvm-bc -o "$work/opt_$cc.bc" "$work/linked_$cc.bc" \
         >"$work/linker_$cc.log" 2>&1 || { cat "$work/linker_$cc.log" >&2; fail "bpf-linker ($cc)"; }

@@ -186,13 +186,6 @@ pub extern "C" fn xdcc_mul_div_body(a: u64, b: u64, c: u64) -> u64 {
     algo::fixed::mul_div_body(a, b, c)
 }
 
-#[no_mangle]
-pub extern "C" fn xdcc_decaying_max_body(old: u64, sample: u64, shift: u64, cap: u64) -> u64 {
-    // (a shift of 64 or more: `shr` gives 0)
-    let shift = if shift > 64 { 64 } else { shift as u32 };
-    algo::fixed::decaying_max_body(old, sample, shift, cap)
-}
-
 /// `i64::MIN` for a degenerate batch (no spread in x).
 #[no_mangle]
 pub extern "C" fn xdcc_slope_q16_body(n: i64, sum_x: i64, sum_y: i64, sum_xx: i64, sum_xy: i64) -> i64 {

@@ -157,7 +157,6 @@ extern void ENTRY(default_config)(void *cfg);
 extern __u64 xdcc_mul_sat_body(__u64 a, __u64 b);
 extern __u64 xdcc_mul_div_body(__u64 a, __u64 b, __u64 c);
 extern __s64 xdcc_slope_q16_body(__s64 n, __s64 sum_x, __s64 sum_y, __s64 sum_xx, __s64 sum_xy);
-extern __u64 xdcc_decaying_max_body(__u64 old, __u64 sample, __u64 shift, __u64 cap);
 
 __attribute__((noinline)) __u64 xdcc_mul_sat(__u64 a, __u64 b)
 {
@@ -172,11 +171,6 @@ __attribute__((noinline)) __u64 xdcc_mul_div(__u64 a, __u64 b, __u64 c)
 __attribute__((noinline)) __s64 xdcc_slope_q16(__s64 n, __s64 sum_x, __s64 sum_y, __s64 sum_xx, __s64 sum_xy)
 {
 	return xdcc_slope_q16_body(n, sum_x, sum_y, sum_xx, sum_xy);
-}
-
-__attribute__((noinline)) __u64 xdcc_decaying_max(__u64 old, __u64 sample, __u64 shift, __u64 cap)
-{
-	return xdcc_decaying_max_body(old, sample, shift, cap);
 }
 
 #ifdef XDCC_ACK_FULL

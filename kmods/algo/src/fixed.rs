@@ -52,34 +52,6 @@ pub const fn mul_sat_body(a: u64, b: u64) -> u64 {
     }
 }
 
-const_unless_bpf! {
-    /// A maximum that forgets: `min(max(sample, old − old >> shift), cap)`
-    /// (the largest of recent samples, each call taking 2^-shift off the old
-    /// value). A global BPF function in the BPF build: called on every ACK,
-    /// its two comparisons inlined doubled the verifier's paths each.
-    #[inline]
-    pub fn decaying_max(old: u64, sample: u64, shift: u32, cap: u64) -> u64 {
-        #[cfg(xdcc_bpf)]
-        #[allow(unsafe_code)]
-        // SAFETY: a pure function of its scalar arguments (see `bpf_global`).
-        return unsafe { bpf_global::xdcc_decaying_max(old, sample, shift as u64, cap) };
-        #[cfg(not(xdcc_bpf))]
-        decaying_max_body(old, sample, shift, cap)
-    }
-}
-
-/// The body of [`decaying_max`].
-#[inline]
-pub const fn decaying_max_body(old: u64, sample: u64, shift: u32, cap: u64) -> u64 {
-    let kept = old - shr(old, shift);
-    let m = if sample > kept { sample } else { kept };
-    if m < cap {
-        m
-    } else {
-        cap
-    }
-}
-
 /// `x >> s`, 0 when `s ≥ 64` (a plain shift by ≥ 64 panics).
 #[inline]
 pub const fn shr(x: u64, s: u32) -> u64 {
@@ -376,7 +348,6 @@ mod bpf_global {
         pub fn xdcc_mul_div(a: u64, b: u64, c: u64) -> u64;
         /// `i64::MIN` for `None`.
         pub fn xdcc_slope_q16(n: i64, sum_x: i64, sum_y: i64, sum_xx: i64, sum_xy: i64) -> i64;
-        pub fn xdcc_decaying_max(old: u64, sample: u64, shift: u64, cap: u64) -> u64;
     }
 }
 

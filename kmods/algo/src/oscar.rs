@@ -70,19 +70,8 @@
 //!   batch discarded and u could not rise again (the paper's per-packet ACKs at line rate never
 //!   meet this). τ itself is unchanged. No tunable
 //!   (evidence: testbed/notes/2026-11-27-oscar-deviations.md#stale-batches).
-//! - **ACK aggregation (real hosts).** The window also holds the largest number of bytes one
-//!   ACK acknowledged lately (`ack_aggregation`, default 1; 0 in `paper`), as BBR's window
-//!   holds its ACK-aggregation estimate. OSCAR paces at `u·μ` and the window only caps it; the
-//!   paper's per-packet ACKs return a window continuously, but on a host GRO and the
-//!   receiver's batching ack a whole window at once: a lone 10 Gbit/s flow sent its window paced
-//!   (41 µs), waited for the one ACK of all of it, and carried 33-40 % of the port at u ~ 0.6-0.8
-//!   (with the term 53-83 %; four flows 0.79-0.89x -> 0.98-0.99x cubic). With per-packet ACKs it
-//!   adds a packet or two, but in the simulator it slows the 10->1 convergence of oscar-10to1
-//!   (no jitter) from 4 to 75 periods of τ: not traced yet, and the convergence test runs the
-//!   paper's window
-//!   (evidence: testbed/notes/2026-11-27-datacenter-rates.md#4k-oscars-window-holds-the-ack-aggregation).
 
-use super::fixed::{bdp_bytes, decaying_max, div_i64, mul_div, mul_sat, mul_sat_i64, mul_q16, ratio_q16, sat_u32, slope_q16, ONE, NSEC_PER_SEC};
+use super::fixed::{bdp_bytes, div_i64, mul_div, mul_sat, mul_sat_i64, mul_q16, ratio_q16, sat_u32, slope_q16, ONE, NSEC_PER_SEC};
 use super::host::HostDelay;
 use super::params::{check, NetConfig, ParamError};
 use super::{update_min_rtt, AckSample, CongestionControl, Event, FlowInit};
@@ -125,9 +114,6 @@ pub struct Params {
     /// Smallest window in packets (10, Linux's initial window; the paper's
     /// is 1 MTU, the kernel's 2). See the module doc, "Host delay".
     pub min_wnd_pkts: u32,
-    /// 1 (default): the window also holds the largest recent ACK's bytes
-    /// (module doc, "ACK aggregation"); 0: the paper's window.
-    pub ack_aggregation: u32,
 }
 
 impl Params {
@@ -147,7 +133,6 @@ impl Params {
                 bdp_floor: 0,
                 host_delay_gain_q16: super::host::DEFAULT_GAIN_Q16,
                 min_wnd_pkts: 10,
-                ack_aggregation: 1,
             }
         }
     }
@@ -165,7 +150,6 @@ impl Params {
         check("bdp_floor", self.bdp_floor as u64, 0, 1)?;
         check("host_delay_gain_q16", self.host_delay_gain_q16 as u64, 0, ONE as u64)?;
         check("min_wnd_pkts", self.min_wnd_pkts as u64, 2, 1000)?;
-        check("ack_aggregation", self.ack_aggregation as u64, 0, 1)?;
         Ok(())
     }
 }
@@ -226,37 +210,18 @@ pub struct Estimator {
     /// 16 Tbit/s over 2 ms). 32 bits keep the state within the kernel's
     /// private CC area next to the Linux adapter's.
     sum_acked: u32,
-    /// The largest bytes one ACK acknowledged lately, in 64-byte units (4 MB
-    /// at most), each ACK taking 1/64 off the old value: OSCAR's ACK
-    /// aggregation (module doc). Kept across batches and restarts (in the
-    /// estimator's padding: the state fills the kernel's private CC area).
-    largest_ack_64b: u16,
 }
 
 impl Estimator {
     /// Starts a batch at send time `start_ns` for period `tau_ns`.
     pub fn restart(&mut self, start_ns: u64, tau_ns: u64) {
         let bits = 64 - mul_sat(tau_ns, 4).leading_zeros();
-        let largest_ack_64b = self.largest_ack_64b;
-        *self = Self { start_ns, started: true, shift: bits.saturating_sub(20) as u8, largest_ack_64b, ..Self::default() };
+        *self = Self { start_ns, started: true, shift: bits.saturating_sub(20) as u8, ..Self::default() };
     }
 
-    /// Forgets everything but the largest ACK; the next sample opens a new
-    /// batch.
+    /// Forgets everything; the next sample opens a new batch.
     pub fn reset(&mut self) {
-        *self = Self { largest_ack_64b: self.largest_ack_64b, ..Self::default() };
-    }
-
-    /// One ACK of `acked` bytes for the largest-ACK estimate.
-    #[inline]
-    pub fn note_ack_size(&mut self, acked: u32) {
-        let now = (acked / 64) as u64;
-        self.largest_ack_64b = decaying_max(self.largest_ack_64b as u64, now, 6, u16::MAX as u64) as u16;
-    }
-
-    /// The largest bytes one ACK acknowledged lately.
-    pub fn largest_ack_bytes(&self) -> u64 {
-        self.largest_ack_64b as u64 * 64
+        *self = Self::default();
     }
 
     /// Adds one sample; returns the estimate when the batch spans at least
@@ -426,9 +391,6 @@ impl Oscar {
         let bdp = bdp_bytes(p.rate_bytes_per_sec, self.pipe_rtt_ns());
         let w = if p.bdp_floor != 0 { core::cmp::max(w, bdp) } else { core::cmp::min(w, bdp) };
         let w = core::cmp::max(w, mul_sat(p.min_wnd_pkts as u64, p.mtu as u64));
-        // (`ack_aggregation` is 0 or 1: a product, not a branch, for the verifier)
-        let agg = self.est.largest_ack_bytes() * p.ack_aggregation as u64;
-        let w = w.saturating_add(agg);
         self.cwnd = sat_u32(core::cmp::min(w, super::MAX_CWND_BYTES as u64));
         self.rate_bytes_per_sec = core::cmp::max(mul_q16(p.rate_bytes_per_sec, self.u_q16), 1);
     }
@@ -530,7 +492,6 @@ impl CongestionControl for Oscar {
     }
 
     fn on_ack(&mut self, p: &Params, s: &AckSample) {
-        self.est.note_ack_size(s.acked_bytes);
         if s.rtt_ns == 0 {
             return;
         }
@@ -601,5 +562,5 @@ impl CongestionControl for Oscar {
 tunables!(Params {
     rate_bytes_per_sec: u64, mtu: u32, target_qdelay_ns: u32, tau_q16: u32, u_hai_q16: u32,
     u_ai_q16: u32, eps_q16: u32, u_min_q16: u32, u_max_q16: u32, bdp_floor: u32,
-    host_delay_gain_q16: u32, min_wnd_pkts: u32, ack_aggregation: u32,
+    host_delay_gain_q16: u32, min_wnd_pkts: u32,
 });

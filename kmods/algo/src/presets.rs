@@ -60,8 +60,8 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
     ("uno", "paper", "the paper's UnoCC (uno-sc25 Table 2 and §4.1): the defaults, QuickAdapt without a mark"),
     ("uno", "uno-artifact", "as the public Uno simulator runs UnoCC (spcl/Uno_SC25, Fig. 3 scripts)"),
     ("uno", "real-host", "UnoCC on a real host at real speed: the reference code's fast increase (few-packet pipes)"),
-    ("oscar", "defaults", "the defaults for what real-host and paper change"),
-    ("oscar", "paper", "the paper's OSCAR (oscar-nsdi26 §4.4): the defaults for what real-host changes, the window without the ACK aggregation"),
+    ("oscar", "defaults", "the defaults for what real-host changes"),
+    ("oscar", "paper", "the paper's defaults (oscar-nsdi26 §4.4) for what real-host changes"),
     ("oscar", "real-host", "OSCAR on a real host at real speed: a target queue of 1.5 intra-DC RTTs, above the host's delay noise"),
     ("gemini", "defaults", "the defaults for what uno-artifact changes"),
     ("gemini", "paper", "the paper's defaults (gemini-ton Table IV) for what uno-artifact changes"),
@@ -96,13 +96,7 @@ pub fn for_each_preset_tunable(cc: &str, name: &str, n: &NetConfig, mut set: imp
             }
             "oscar" => {
                 let d = super::oscar::Params::from_net(n);
-                let mut default = |k: &'static str, _: u64| set(k, super::Tunables::get(&d, k).unwrap_or(0));
-                oscar_real_host(n, &mut default);
-                default("ack_aggregation", 0);
-                if name == "paper" {
-                    // The defaults that are a real host's, not the paper's.
-                    set("ack_aggregation", 0);
-                }
+                oscar_real_host(n, |k, _| set(k, super::Tunables::get(&d, k).unwrap_or(0)));
             }
             _ => {}
         }

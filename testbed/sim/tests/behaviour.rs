@@ -166,19 +166,14 @@ fn oscar_reaches_the_new_fair_share_in_a_bounded_number_of_periods() {
     // 0.01 per τ); 1→10 in 12 periods, almost all of it feedback delay: the
     // nine line-rate starters fill the 1 MB buffer (RTT grows to 0.5 ms =
     // 10 τ) before the first estimate reaches anyone, then one step.
-    // Without timing jitter: the model's exact sequence of steps. The
-    // paper's window (`ack_aggregation = 0`, as in `paper`): with the
-    // default's ACK-aggregation term 10->1 takes 75 periods (not traced yet:
-    // testbed/notes/2026-11-27-datacenter-rates.md, 4k).
+    // Without timing jitter: the model's exact sequence of steps.
     let tau_ms = 0.05;
     let mut sc = scenario("oscar-10to1");
     sc.jitter_us = Some(0.0);
-    sc.params.entry("oscar".into()).or_default().insert("ack_aggregation".into(), 0);
     let r = run(&sc, CcKind::Oscar).unwrap();
     let down = oscar_periods_to_fair_share(&r, 30.0, 10e9, tau_ms, 4);
     let mut sc2 = scenario("oscar-1to10");
     sc2.jitter_us = Some(0.0);
-    sc2.params.entry("oscar".into()).or_default().insert("ack_aggregation".into(), 0);
     let r2 = run(&sc2, CcKind::Oscar).unwrap();
     let up = oscar_periods_to_fair_share(&r2, 30.0, 1e9, tau_ms, 4);
     eprintln!("10->1: {down:?} periods of tau; 1->10: {up:?} periods of tau");
