@@ -35,7 +35,7 @@
 #   bench/realspeed.sh [--rate-mbit R] [--nic-mbit R] [--shaper-burst] [--secs S] [--flows N] [--cc a,b,..]
 #                      [--real-host] [--preset cc:name ...]
 #                      [--set cc:knob=value ...] [--no-marker] [--trace DIR]
-#                      [--phantom-feed enqueue|link] [--sender-cpu N] [--rps] [--json FILE]
+#                      [--phantom-feed enqueue|link] [--sender-cpu N] [--rps] [--ms-ts] [--json FILE]
 # --nic-mbit R gives the senders NICs of R Mbit/s (HTB on their ports) and
 # the markers the same ingress links (`xdcc mark-phantom --ingress-rate-mbit`:
 # a burst the router gets at once queues as it would behind such links).
@@ -61,10 +61,17 @@
 # then forwards each flow in its own CPU batches, and at 1 Gbit/s Jain's
 # index of four flows fell (testbed/notes/2026-11-27-datacenter-rates.md,
 # 4f): not the default. --sender-cpu N pins s1's iperf3 client to CPU N.
+# Every host's routes carry microsecond TCP timestamps (`xdcc usec-ts on`,
+# Linux 6.7+, as datacenter hosts run them): with the kernel's millisecond
+# timestamps Linux cannot tell at these RTTs that a retransmission of a
+# reordered segment was spurious and never undoes the CC's loss reaction
+# (four 1 Gbit/s UnoCC flows: 15-25 % of the spurious recoveries undone,
+# with µs timestamps 87-99 %). --ms-ts keeps the kernel's default
+# (testbed/notes/2026-11-28-usec-timestamps.md).
 # Root. Numbers, not assertions.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rps=0 sender_cpu="" rate=1000 nic="" shaper_burst=0 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() presets=() real_host=0 feed=enqueue
+rps=0 usec_ts=1 sender_cpu="" rate=1000 nic="" shaper_burst=0 secs=6 flows=4 ccs="" marker=1 trace="" json="" sets=() presets=() real_host=0 feed=enqueue
 while (($#)); do
     case $1 in
         --rate-mbit) rate=$2; shift 2 ;;
@@ -80,6 +87,7 @@ while (($#)); do
         --phantom-feed) feed=$2; shift 2 ;;
         --trace) trace=$2; shift 2 ;;
         --rps) rps=1; shift ;;
+        --ms-ts) usec_ts=0; shift ;;
         --json) json=$2; shift 2 ;;
         --sender-cpu) sender_cpu=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -140,6 +148,9 @@ link d e0 r p0 3
 ip -n "$(N s1)" route add default via 10.77.1.2
 ip -n "$(N s2)" route add default via 10.77.2.2
 ip -n "$(N d)" route add default via 10.77.3.2
+if ((usec_ts)); then
+    for n in s1 s2 d; do "$X" -n "$(N $n)" usec-ts on default4 >/dev/null; done
+fi
 # The senders' NICs: HTB at their rate on each sender's port (as a NIC
 # serializes; TCP's small-queue limit then holds a sender's excess at home),
 # and the markers count what those links deliver (--ingress-rate-mbit).
@@ -316,7 +327,7 @@ EOF
 )
 done
 
-echo "real speed: $flows flows ($( ((per2)) && echo 2 senders || echo 1 sender)) -> 1 port, HTB ${rate} Mbit/s, FIFO $buf_pkts packets, base RTT ${base_rtt_us} us (ping), ${secs} s per CC, marker $( ((marker)) && echo on || echo off ), kernel $(uname -r), $(nproc) CPUs"
+echo "real speed: $flows flows ($( ((per2)) && echo 2 senders || echo 1 sender)) -> 1 port, HTB ${rate} Mbit/s, FIFO $buf_pkts packets, base RTT ${base_rtt_us} us (ping), ${secs} s per CC, marker $( ((marker)) && echo on || echo off ), TCP timestamps in $( ((usec_ts)) && echo us || echo ms ), kernel $(uname -r), $(nproc) CPUs"
 printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %6s %8s %9s %9s %5s %6s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain minsh CPUs/GB "tput/cub" "CPU/cub" ecn% mark%
 read -r _ _ _ _ _ _ _ _ cub_cpu cub_tput _ _ _ <<<"${res[cubic]:-0 0 0 0 0 0 0 0 0 0 0 0 0}"
 for cc in $ccs; do

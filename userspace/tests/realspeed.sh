@@ -16,9 +16,11 @@
 #                far below cubic's; measured 0.02-0.12 x)
 # Before the host-delay changes UnoCC, SMaRTT and OSCAR ran at 61-82 %
 # (testbed/RESULTS.md, "Real speed"), so their checks fail on that code. Not flaky on a
-# busy machine: the flows are CPU-bound (2-10 packet windows), so a CC that
-# misses its target is run a second time and fails only if it misses twice;
-# the thresholds sit 5-10 points below today's measurements.
+# busy machine: the flows are CPU-bound (2-10 packet windows; UnoCC keeps 1.6-1.9
+# of the 2 CPUs busy, printed as "CPUs busy"), so a CC that misses its target
+# is run again, up to three times, and fails only if it misses every time.
+# UnoCC's 4-s runs spread 81.6-91.9 % (20 runs on 2026-11-27/28, 6 below 83:
+# testbed/notes/2026-11-28-usec-timestamps.md); two attempts failed one CI run.
 # Then the host backend end to end (testbed/host/run.py, see below).
 #   userspace/tests/realspeed.sh   (root; needs target/release/xdcc and xdcc-sim)
 set -euo pipefail
@@ -29,7 +31,8 @@ declare -A min_util=([bpf_uno]=83 [bpf_smartt]=90 [bpf_oscar]=90 [bpf_dctcp]=90 
 declare -A max_rtt_ratio=([bpf_uno]=0.25 [bpf_smartt]=0.25 [bpf_oscar]=0.25 [bpf_dctcp]=0.25 [bpf_gemini]=0.25)
 todo=(bpf_uno bpf_smartt bpf_oscar bpf_dctcp bpf_gemini)
 fails=()
-for attempt in 1 2; do
+attempts=3
+for attempt in $(seq $attempts); do
     list=$(IFS=,; echo "cubic,${todo[*]}")
     "$root/bench/realspeed.sh" --secs 4 --cc "$list" --json "$out/r$attempt.json" | sed 's/^/[realspeed] /'
     again=()
@@ -45,7 +48,9 @@ if not x["rtt_ms"] <= ratio * c["rtt_ms"]:
     bad.append(f"mean RTT {x['rtt_ms']:.3f} ms > {ratio} x cubic's {c['rtt_ms']:.3f} ms")
 if cc != "bpf_oscar" and x["ecn_pct"] != 100:
     bad.append(f"ECN negotiated on {x['ecn_pct']:.0f} % of its flows, not all")
-print("; ".join(bad) if bad else f"ok: {x['util_pct']:.1f} %, RTT {x['rtt_ms']:.3f} ms (cubic {c['rtt_ms']:.3f} ms), Jain {x['jain']:.3f}")
+busy = x["cpu_s_per_GB"] * x["mbps"] / 8000
+tail = f"CPUs busy {busy:.2f}"
+print("; ".join(bad) + f" ({tail})" if bad else f"ok: {x['util_pct']:.1f} %, RTT {x['rtt_ms']:.3f} ms (cubic {c['rtt_ms']:.3f} ms), Jain {x['jain']:.3f}, {tail}")
 PY
 )
         echo "[realspeed] attempt $attempt $cc: $verdict"
@@ -53,10 +58,10 @@ PY
     done
     ((${#again[@]})) || break
     todo=("${again[@]}")
-    [[ $attempt == 2 ]] && fails=("${again[@]}")
+    [[ $attempt == "$attempts" ]] && fails=("${again[@]}")
 done
 if ((${#fails[@]})); then
-    echo "[realspeed] FAIL: ${fails[*]} missed their targets twice" >&2
+    echo "[realspeed] FAIL: ${fails[*]} missed their targets $attempts times" >&2
     exit 1
 fi
 

@@ -31,3 +31,4 @@ pub mod netlink;
 pub mod proto;
 pub mod sampler;
 pub mod sockdiag;
+pub mod usects;

@@ -65,6 +65,11 @@ enum Cmd {
     Reroute(cli::reroute::RerouteCmd),
     /// Print the agent's Prometheus metrics.
     Metrics,
+    /// Microsecond TCP timestamps on the routes to datacenter destinations,
+    /// so that Linux can undo a CC's reaction to a spurious retransmission
+    /// at µs RTTs (route feature tcp_usec_ts, Linux 6.7+).
+    #[command(subcommand)]
+    UsecTs(cli::usects::UsecTsCmd),
     /// Uno's phantom-queue ECN marker on an interface acting as a switch
     /// port: a virtual queue draining at a fraction of the line rate, CE
     /// marks between kmin and kmax of its size. Foreground; prints counts.
@@ -120,6 +125,7 @@ fn main() {
         Cmd::Flows(a) => cli::flows::run(a, &ctx),
         Cmd::Stats => cli::stats::run(&ctx),
         Cmd::Reroute(c) => cli::reroute::run(c, &ctx),
+        Cmd::UsecTs(c) => cli::usects::run(c, &ctx),
         Cmd::Metrics => cli::stats::metrics(&ctx),
         Cmd::MarkPhantom(a) => cli::mark::run_phantom(a),
         Cmd::MarkAmrt(a) => cli::mark::run_amrt(a),

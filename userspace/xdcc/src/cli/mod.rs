@@ -14,6 +14,7 @@ pub mod reroute;
 pub mod stats;
 pub mod switch;
 pub mod tunable;
+pub mod usects;
 
 use std::{path::Path, time::Duration};
 
