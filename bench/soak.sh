@@ -15,6 +15,9 @@
 # (tests/lib/xfer.py: data that differs per 64 KiB block, sha256 at both
 # ends, graceful close), and one loop per pair sends 1 MB transfers, one
 # every ~0.5 s (churn: new connections and closed-flow records for the agent).
+# Beside them BULK iperf3 flows per sender and destination (bytes not
+# checked) load the ports toward their rate: the checked transfers hash
+# every byte in Python and alone carry ~2 Gbit/s on a 2-CPU host.
 # Every EVERY seconds the router black-holes d2's address for DOWN seconds
 # (a route `blackhole`: packets silently dropped, as a dead link). A busy
 # loop shares CPU 0 with sender s1's transfers (taskset) unless --no-hog.
@@ -25,21 +28,22 @@
 # Checks (PASS/FAIL lines; exit 1 on any FAIL):
 #   bytes     every transfer that ended is byte-exact at both ends (sha256),
 #             and no transfer failed
-#   heals     5 s after each heal, every flow to d2 that was open when the
-#             link came back has acked more bytes (`xdcc flows`): no stuck flow
+#   heals     5 s after each heal, every flow to d2 that was moving in the
+#             second before the link went and is open when it comes back has
+#             acked more bytes (`xdcc flows`): no stuck flow
 #   agent     each agent's RSS and flow table: the largest value of the second
 #             half at most 1.25x the largest of the first half + 4 MB (RSS)
 #             or + 64 (flow records): bounded under the churn
 #   kernel    no new WARNING, BUG, Oops, leak, hung task or RCU stall in dmesg
 #
 #   bench/soak.sh [--minutes M] [--rate-mbit R] [--ccs CC1,CC2] [--flows N]
-#                 [--chunk-mb MB] [--every S] [--down-secs S] [--no-hog] [--out DIR]
-# Defaults: 10 minutes, 10000 Mbit/s, uno,smartt, 1 loop, 256 MB, every 30 s
-# for 1 s. Root; needs target/release/xdcc (built if missing). Numbers and
+#                 [--chunk-mb MB] [--bulk N] [--every S] [--down-secs S] [--no-hog] [--out DIR]
+# Defaults: 10 minutes, 10000 Mbit/s, uno,smartt, 1 loop, 256 MB, 1 bulk
+# flow, every 30 s for 1 s. Root; needs target/release/xdcc (built if missing). Numbers and
 # verdicts, not a CI test: results in DIR/summary.json (default a temp dir).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-minutes=10 rate=10000 ccs=uno,smartt flows=1 chunk_mb=256 every=30 down=1 hog=1 out=""
+minutes=10 rate=10000 ccs=uno,smartt flows=1 chunk_mb=256 bulk=1 every=30 down=1 hog=1 out=""
 while (($#)); do
     case $1 in
         --minutes) minutes=$2; shift 2 ;;
@@ -47,6 +51,7 @@ while (($#)); do
         --ccs) ccs=$2; shift 2 ;;
         --flows) flows=$2; shift 2 ;;
         --chunk-mb) chunk_mb=$2; shift 2 ;;
+        --bulk) bulk=$2; shift 2 ;;
         --every) every=$2; shift 2 ;;
         --down-secs) down=$2; shift 2 ;;
         --no-hog) hog=0; shift ;;
@@ -57,12 +62,12 @@ while (($#)); do
 done
 int() { [[ $2 =~ ^[0-9]+$ ]] && (($2 >= $3)) || { echo "bench/soak.sh: --$1 must be an integer >= $3" >&2; exit 2; }; }
 int minutes "$minutes" 1; int rate-mbit "$rate" 10; int flows "$flows" 1; int chunk-mb "$chunk_mb" 1
-int every "$every" 5; int down-secs "$down" 1
+int bulk "$bulk" 0; int every "$every" 5; int down-secs "$down" 1
 ((down < every)) || { echo "bench/soak.sh: --down-secs must be below --every" >&2; exit 2; }
 IFS=, read -r cc1 cc2 extra <<<"$ccs"
 [[ -n ${cc1:-} && -n ${cc2:-} && -z ${extra:-} ]] || { echo "bench/soak.sh: --ccs takes two xdcc CCs, e.g. uno,smartt" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "bench/soak.sh: needs root (namespaces, BPF, cgroups)" >&2; exit 2; }
-for t in jq tc ping taskset python3; do command -v $t >/dev/null || { echo "bench/soak.sh: needs $t" >&2; exit 2; }; done
+for t in jq tc ping taskset python3 iperf3; do command -v $t >/dev/null || { echo "bench/soak.sh: needs $t" >&2; exit 2; }; done
 X=${XDCC_BIN:-$root/target/release/xdcc}
 [[ -x $X ]] || (cd "$root" && cargo build --release --locked -q -p xdcc)
 known=$("$X" cc known | awk '{print $1}')
@@ -205,11 +210,30 @@ for s in 1 2; do
         done
     done
 done
+if ((bulk)); then
+    for d in 1 2; do
+        dn=D$d
+        for s in 1 2; do # (an iperf3 server runs one test at a time)
+            ip netns exec "${!dn}" iperf3 -s -p $((5200 + s)) >/dev/null 2>&1 &
+            pids+=($!)
+        done
+    done
+    sleep 0.3
+    for s in 1 2; do
+        n=S$s cpus=()
+        ((hog && s == 1)) && cpus=(taskset -c 0)
+        for d in 1 2; do
+            bash -c 'echo $$ > "$0/cgroup.procs"; exec "$@"' "$cg/soak-s$s" "${cpus[@]}" ip netns exec "${!n}" \
+                iperf3 -c "10.81.$d.1" -p $((5200 + s)) -P "$bulk" -t "$secs" -C cubic -J >"$out/bulk-s$s-d$d.json" 2>&1 &
+            pids+=($!)
+        done
+    done
+fi
 if ((hog)); then
     taskset -c 0 bash -c 'while :; do :; done' &
     pids+=($!)
 fi
-echo "soak: $minutes min, $rate Mbit/s ports, d1 bpf_$cc1, d2 bpf_$cc2, $flows x $chunk_mb MB loop(s) + a 1 MB churn loop per sender and destination, d2 black-holed ${down}s every ${every}s, CPU hog $( ((hog)) && echo "on CPU 0 with s1" || echo off ), base RTT ${base_rtt_us} us, kernel $(uname -r), $(nproc) CPUs"
+echo "soak: $minutes min, $rate Mbit/s ports, d1 bpf_$cc1, d2 bpf_$cc2, $flows x $chunk_mb MB loop(s) + a 1 MB churn loop + $bulk iperf3 flow(s) per sender and destination, d2 black-holed ${down}s every ${every}s, CPU hog $( ((hog)) && echo "on CPU 0 with s1" || echo off ), base RTT ${base_rtt_us} us, kernel $(uname -r), $(nproc) CPUs"
 
 # ------------------------------------------------- black holes and probes
 flows_json() { in_ns "$1" "$X" --socket "$2" flows --all -j 2>/dev/null || echo '[]'; }
@@ -234,6 +258,12 @@ while ((SECONDS - t0 < secs)); do
     fi
     ((SECONDS >= next)) || continue
     next=$((next + every))
+    # (no heal in the last 15 s: the bulk flows end with the soak)
+    ((SECONDS + down + 15 < t0 + secs)) || continue
+    # The flows to d2 that were moving just before the link went.
+    p1=$(flows_json "$S1" "${sock[1]}") p2=$(flows_json "$S2" "${sock[2]}")
+    sleep 1
+    q1=$(flows_json "$S1" "${sock[1]}") q2=$(flows_json "$S2" "${sock[2]}")
     ip -n "$R" route add blackhole 10.81.2.1/32
     sleep "$down"
     ip -n "$R" route del blackhole 10.81.2.1/32
@@ -241,16 +271,20 @@ while ((SECONDS - t0 < secs)); do
     a1=$(flows_json "$S1" "${sock[1]}") a2=$(flows_json "$S2" "${sock[2]}")
     sleep 5
     b1=$(flows_json "$S1" "${sock[1]}") b2=$(flows_json "$S2" "${sock[2]}")
-    # Flows to d2 open at the heal; each must have acked more 5 s later.
-    verdict=$(python3 - "$a1" "$b1" "$a2" "$b2" <<'PY'
+    # The flows to d2 moving before the link went (acked more in the second
+    # before) and open when it came back: each must have acked more 5 s later.
+    verdict=$(python3 - "$p1" "$q1" "$a1" "$b1" "$p2" "$q2" "$a2" "$b2" <<'PY'
 import json, sys
 res = {"checked": 0, "stuck": []}
-for a, b in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
-    before = {(f["local"], f["remote"]): f for f in json.loads(a)}
-    after = {(f["local"], f["remote"]): f for f in json.loads(b)}
+def table(x):
+    return {(f["local"], f["remote"]): f for f in json.loads(x)}
+for p, q, a, b in (sys.argv[1:5], sys.argv[5:9]):
+    p, q, before, after = table(p), table(q), table(a), table(b)
     for key, f in before.items():
         if not f["remote"].startswith("10.81.2.1:") or f.get("state") == "closed":
             continue
+        if key not in p or key not in q or q[key].get("bytes_acked", 0) <= p[key].get("bytes_acked", 0):
+            continue  # idle before the black hole (an iperf3 control connection, a transfer not yet started)
         res["checked"] += 1
         g = after.get(key)
         if g is None or g.get("bytes_acked", 0) <= f.get("bytes_acked", 0):
@@ -269,7 +303,7 @@ touch "$work/stop"
 # the receivers write their record after the close the sender waits for,
 # then listen again until killed below.
 for _ in $(seq 120); do
-    pgrep -f "xfer.py send" >/dev/null || break
+    pgrep -f "xfer.py send|iperf3 -c 10.81" >/dev/null || break
     sleep 1
 done
 sleep 2
@@ -320,8 +354,15 @@ def bounded(key, slack):
     return res
 rss, table = bounded("rss_kb", 4096), bounded("retained", 64)
 stuck = [s for h in heals for s in h["stuck"]]
+bulk = {}
+for p in sorted(glob.glob(f"{out}/bulk-*.json")):
+    try:
+        bulk[os.path.basename(p)[5:-5]] = round(json.load(open(p))["end"]["sum_received"]["bits_per_second"] / 1e9, 2)
+    except Exception:
+        bulk[os.path.basename(p)[5:-5]] = None  # it did not finish (see the file)
 summary = {
     "seconds": secs,
+    "bulk_gbps": bulk,
     "transfers": {"ended": done, "byte_exact": exact, "mismatched": mismatch, "failed": failed},
     "goodput_gbps": {d: round(b * 8 / secs / 1e9, 2) for d, b in nbytes.items()},
     "heals": {"count": len(heals), "flows_checked": sum(h["checked"] for h in heals), "stuck": stuck},
@@ -331,6 +372,8 @@ summary = {
 }
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
 print(f"transfers: {exact} of {done} ended byte-exact; {len(failed)} failed; goodput d1 {summary['goodput_gbps']['10.81.1.1']} Gbit/s, d2 {summary['goodput_gbps']['10.81.2.1']} Gbit/s")
+if bulk:
+    print("bulk iperf3 (bytes not checked), Gbit/s: " + ", ".join(f"{k} {v}" for k, v in bulk.items()))
 print(f"heals: {len(heals)}, flows to d2 checked 5 s after each: {summary['heals']['flows_checked']}, stuck: {len(stuck)}")
 for a in (1, 2):
     print(f"agent s{a}: RSS max {rss[a]['first_half_max']} kB (first half) -> {rss[a]['second_half_max']} kB (second); closed records {table[a]['first_half_max']} -> {table[a]['second_half_max']}")
