@@ -1,7 +1,7 @@
 //! Routed networks in the simulator: ECMP, load balancers, black holes,
 //! reordering, UnoRC — and the ordering of Uno's Fig. 13A on the CI-sized
 //! topology (`scenarios/uno-fig13a-linkfail-k4.toml`; the full size is in
-//! `bench/fig13.sh` and testbed/RESULTS.md).
+//! `bench/uno-multipath.py` and testbed/RESULTS.md).
 
 use xdcc_sim::{run, CcKind, LbSpec, RunReport, Scenario};
 

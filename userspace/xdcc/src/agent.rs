@@ -198,7 +198,7 @@ impl State {
             .map(|(cc, backend)| {
                 // (A CC whose store cannot be read here, e.g. Linux's own
                 // dctcp module, has no tunables to show.)
-                let tunables = crate::kernel::tunable_store(&cc).and_then(|s| s.list()).unwrap_or_default();
+                let tunables = crate::tunables::TunableStore::open(&cc).and_then(|s| s.list()).unwrap_or_default();
                 metrics::RegisteredCc { cc, backend, tunables }
             })
             .collect();
@@ -339,7 +339,11 @@ pub async fn run(cfg: AgentConfig) -> Result<()> {
     let mut bpf = ebpf::load_with(Some(cfg.max_open_flows))?;
     let logger = aya_log::EbpfLogger::init(&mut bpf).context("initialising aya-log")?;
     ebpf::set_config(&mut bpf, &cfg.reroute.to_bpf())?;
-    ebpf::policy_set(&mut bpf, &cfg.policy)?;
+    let policy = cfg.policy.iter().enumerate().map(|(i, e)| {
+        let (len, addr) = e.key().map_err(|m| anyhow::anyhow!("[[policy]] #{}: {m}", i + 1))?;
+        Ok((len, addr, e.value(i as u32 + 1)))
+    });
+    ebpf::policy_set(&mut bpf, &policy.collect::<Result<Vec<_>>>()?)?;
     if !cfg.policy.is_empty() {
         let avail = crate::kernel::read_sysctl("net/ipv4/tcp_available_congestion_control").unwrap_or_default();
         for (i, p) in cfg.policy.iter().enumerate() {

@@ -24,7 +24,6 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder};
 use serde::Serialize;
 use xdcc_algo::{linux, with_cc, NetConfig, Tunables};
 
-use crate::sockdiag::canonical;
 
 // The embedded objects, one per CC of the algorithm crate's list (built and
 // listed by build.rs with kmods/bpf/build.sh).
@@ -326,7 +325,7 @@ pub fn parse_flow_records(cc: &str, bytes: &[u8]) -> Result<Vec<FlowInfo>> {
         .map(|r| {
             let addr = |b: &[u8], port: &[u8]| {
                 let ip = Ipv6Addr::from(<[u8; 16]>::try_from(b).expect("16 bytes"));
-                SocketAddr::new(canonical(IpAddr::V6(ip)), u16::from_ne_bytes([port[0], port[1]]))
+                SocketAddr::new(IpAddr::V6(ip).to_canonical(), u16::from_ne_bytes([port[0], port[1]]))
             };
             let info = linux::CcInfo::from_bytes(&r[40..])
                 .ok_or_else(|| anyhow!("{cc}: flow record of unknown version {} (xdcc and the loaded CC differ?)", r[40]))?;
@@ -447,7 +446,7 @@ fn write<P: Tunables>(algo: &str, map: &MapHandle, c: &linux::Config<P>) -> Resu
     map.update(&0u32.to_ne_bytes(), &b, MapFlags::ANY).with_context(|| format!("writing bpf_{algo}'s configuration"))
 }
 
-/// A loaded BPF CC's configuration map, as a `kernel::TunableStore`.
+/// A loaded BPF CC's configuration map (a [`crate::tunables::TunableStore`]).
 pub struct ConfigMap {
     algo: &'static str,
     map: MapHandle,
@@ -469,14 +468,15 @@ fn set_for<P: Tunables>(algo: &str, map: &MapHandle, name: &str, value: u64) -> 
     write(algo, map, &new)
 }
 
-impl crate::kernel::TunableStore for ConfigMap {
-    fn list(&self) -> Result<Vec<(String, u64)>> {
+impl ConfigMap {
+    /// Every knob with its current value.
+    pub fn list(&self) -> Result<Vec<(String, u64)>> {
         let algo = self.algo;
         with_cc!(algo, |C, P| Ok(values(&read::<P>(algo, &self.map)?)), _ => unreachable!("algo_name checked it"))
     }
 
     /// Replaces the whole configuration; on any error nothing changes.
-    fn set(&self, name: &str, value: u64) -> Result<()> {
+    pub fn set(&self, name: &str, value: u64) -> Result<()> {
         let algo = self.algo;
         with_cc!(algo, |C, P| set_for::<P>(algo, &self.map, name, value), _ => unreachable!("algo_name checked it"))
     }

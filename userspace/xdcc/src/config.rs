@@ -73,7 +73,7 @@ pub struct AgentConfig {
     /// `xdcc apply`: the default CC (net.ipv4.tcp_congestion_control).
     pub default_cc: Option<String>,
     /// `xdcc apply`: the CCs to register and configure.
-    pub cc: std::collections::BTreeMap<String, crate::apply::CcConfig>,
+    pub cc: std::collections::BTreeMap<String, crate::ccconfig::CcConfig>,
     /// The agent: the CC of new connections per peer prefix (`[[policy]]`).
     pub policy: Vec<PolicyEntry>,
 }
@@ -296,7 +296,7 @@ impl AgentConfig {
             let m = format!("max_open_flows = {} is out of range ({lo}..={hi})", cfg.max_open_flows);
             return Err(at(None, "max_open_flows", m));
         }
-        if let Err((cc, key, msg)) = crate::apply::desired_all(&cfg.cc) {
+        if let Err((cc, key, msg)) = crate::ccconfig::desired_all(&cfg.cc) {
             // The key in [cc.X.tunables], [cc.X.net] or [cc.X]; else the section.
             let line = ["tunables", "net", ""]
                 .iter()

@@ -156,15 +156,15 @@ pub fn force_reroute(bpf: &mut Ebpf, key: &FlowKey) -> Result<()> {
     Ok(())
 }
 
-/// Fills the `CC_POLICY` LPM trie from the `[[policy]]` entries (in file
-/// order, 1-based indexes).
-pub fn policy_set(bpf: &mut Ebpf, entries: &[crate::config::PolicyEntry]) -> Result<()> {
+/// Fills the `CC_POLICY` LPM trie: one entry per (prefix length, address as
+/// 16 bytes, policy), in the order given (the `[[policy]]` entries, already
+/// encoded by `config::PolicyEntry::key` and `value`).
+pub fn policy_set(bpf: &mut Ebpf, entries: &[(u32, [u8; 16], xdcc_common::CcPolicy)]) -> Result<()> {
     let mut m: aya::maps::lpm_trie::LpmTrie<&mut MapData, [u8; 16], xdcc_common::CcPolicy> =
         aya::maps::lpm_trie::LpmTrie::try_from(bpf.map_mut("CC_POLICY").context("map CC_POLICY")?)?;
-    for (i, e) in entries.iter().enumerate() {
-        let (len, addr) = e.key().map_err(|m| anyhow::anyhow!("[[policy]] #{}: {m}", i + 1))?;
-        m.insert(&aya::maps::lpm_trie::Key::new(len, addr), e.value(i as u32 + 1), 0)
-            .with_context(|| format!("writing [[policy]] #{} to CC_POLICY", i + 1))?;
+    for (len, addr, policy) in entries {
+        m.insert(&aya::maps::lpm_trie::Key::new(*len, *addr), policy, 0)
+            .with_context(|| format!("writing [[policy]] #{} to CC_POLICY", policy.index))?;
     }
     Ok(())
 }

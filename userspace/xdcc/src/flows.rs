@@ -10,7 +10,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 use xdcc_common::{path_label, FlowKey, FlowStats, RerouteReason};
 
-use crate::sockdiag::{self, canonical, CcState, TcpSocket};
+use crate::sockdiag::{self, CcState, TcpSocket};
 
 /// Every TCP socket but listeners (sock_diag), with the algorithm state of
 /// the ones on a BPF CC loaded by xdcc (its flow iterator). A BPF CC whose
@@ -112,11 +112,11 @@ pub fn key_addrs(k: &FlowKey) -> (SocketAddr, SocketAddr) {
 }
 
 pub fn key_from_addrs(local: SocketAddr, remote: SocketAddr) -> FlowKey {
-    let bytes = |ip: IpAddr| match canonical(ip) {
+    let bytes = |ip: IpAddr| match ip.to_canonical() {
         IpAddr::V4(v4) => FlowKey::map_v4(v4.octets()),
         IpAddr::V6(v6) => v6.octets(),
     };
-    let family = if canonical(local.ip()).is_ipv4() { 4 } else { 6 };
+    let family = if local.ip().to_canonical().is_ipv4() { 4 } else { 6 };
     FlowKey {
         local_addr: bytes(local.ip()),
         remote_addr: bytes(remote.ip()),
@@ -220,9 +220,9 @@ pub fn from_ebpf(key: &FlowKey, st: &FlowStats, sock: Option<&TcpSocket>, now_ns
 /// A row from tcp_info alone.
 pub fn from_socket(s: &TcpSocket) -> FlowView {
     FlowView {
-        local: SocketAddr::new(canonical(s.local.ip()), s.local.port()),
-        remote: SocketAddr::new(canonical(s.remote.ip()), s.remote.port()),
-        family: if canonical(s.local.ip()).is_ipv4() { 4 } else { 6 },
+        local: SocketAddr::new(s.local.ip().to_canonical(), s.local.port()),
+        remote: SocketAddr::new(s.remote.ip().to_canonical(), s.remote.port()),
+        family: if s.local.ip().to_canonical().is_ipv4() { 4 } else { 6 },
         cc: s.cc.clone(),
         state: s.state.clone(),
         source: "tcp_info".into(),

@@ -6,17 +6,22 @@
 //! - **bpf** — the BPF struct_ops CCs `bpf_<cc>` ([`bpfcc`], with
 //!   libbpf-rs: aya cannot load struct_ops maps yet) and the telemetry,
 //!   rerouting and marker programs ([`ebpf`], with aya).
-//! - **diag** — sock_diag and rtnetlink reads ([`sockdiag`], [`netlink`]).
+//! - **tunables** — every CC's tunables and presets, whichever of the two
+//!   backends runs it ([`tunables`]).
+//! - **diag** — sock_diag and rtnetlink reads ([`sockdiag`], [`netlink`]);
+//!   microsecond TCP timestamps on routes ([`usects`]).
 //! - **flows** — one view of a flow joined from those sources ([`flows`]).
-//! - **agent** — its configuration ([`config`]), the CLI protocol
-//!   ([`proto`]), the agent itself ([`agent`]) and its metrics
-//!   ([`metrics`]); `apply` and `check` beside it ([`apply`], [`check`]).
+//! - **agent** — its configuration ([`config`], with the `[cc.<name>]`
+//!   sections in [`ccconfig`]), the CLI protocol ([`proto`]), the agent
+//!   itself ([`agent`]) and its metrics ([`metrics`]); `apply` and `check`
+//!   beside it ([`apply`], [`check`]).
 //! - **testbed tools** — the sampler and the sized-flow generator
 //!   ([`sampler`], [`flowgen`]), which the testbed runs.
 
 pub mod agent;
 pub mod apply;
 pub mod bpfcc;
+pub mod ccconfig;
 #[cfg(test)]
 mod bpfcc_equivalence;
 pub mod check;
@@ -31,4 +36,5 @@ pub mod netlink;
 pub mod proto;
 pub mod sampler;
 pub mod sockdiag;
+pub mod tunables;
 pub mod usects;

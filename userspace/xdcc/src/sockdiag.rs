@@ -2,7 +2,7 @@
 //! (INET_DIAG with tcp_info and the congestion control's name): the same
 //! source `ss -tin` reads, without parsing its output.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
 use netlink_packet_sock_diag::{
@@ -164,7 +164,7 @@ pub fn tcp_sockets() -> Result<Vec<TcpSocket>> {
 /// The address as sock_diag and the BPF flow iterators both key it (an
 /// IPv4-mapped IPv6 address as IPv4).
 pub fn canonical_addr(a: SocketAddr) -> SocketAddr {
-    SocketAddr::new(canonical(a.ip()), a.port())
+    SocketAddr::new(a.ip().to_canonical(), a.port())
 }
 
 fn dump(family: u8) -> Result<Vec<TcpSocket>> {
@@ -257,13 +257,3 @@ impl SockDiag {
     }
 }
 
-/// IPv4-mapped IPv6 addresses as plain IPv4 (how the eBPF side keys them).
-pub fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => ip,
-        },
-        v4 => v4,
-    }
-}

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use xdcc::{apply, failure};
+use xdcc::{apply, ccconfig, failure};
 
 #[derive(Args)]
 pub struct ApplyArgs {
@@ -24,7 +24,7 @@ pub struct ApplyArgs {
 pub fn run(a: ApplyArgs, ctx: &super::Ctx) -> Result<()> {
     let ApplyArgs { config, check, validate } = a;
     let cfg = apply::load(&config)?;
-    let desired = apply::desired_all(&cfg.cc).map_err(|(_, _, m)| failure::bad_value(m))?;
+    let desired = ccconfig::desired_all(&cfg.cc).map_err(|(_, _, m)| failure::bad_value(m))?;
     if validate {
         println!("{}: valid ({} CCs, {} policy entries)", config.display(), desired.len(), cfg.policy.len());
         return Ok(());

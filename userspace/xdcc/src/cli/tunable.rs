@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use clap::Subcommand;
-use xdcc::kernel;
+use xdcc::tunables;
 
 #[derive(Subcommand)]
 pub enum TunableCmd {
@@ -27,7 +27,7 @@ pub enum TunableCmd {
 pub fn run(c: TunableCmd, ctx: &super::Ctx) -> Result<()> {
     match c {
         TunableCmd::List { cc } => {
-            let l = kernel::tunable_list(&cc)?;
+            let l = tunables::tunable_list(&cc)?;
             if ctx.json {
                 let m: serde_json::Map<String, serde_json::Value> = l.into_iter().map(|(k, v)| (k, v.into())).collect();
                 println!("{}", serde_json::to_string_pretty(&m)?);
@@ -37,19 +37,19 @@ pub fn run(c: TunableCmd, ctx: &super::Ctx) -> Result<()> {
                 }
             }
         }
-        TunableCmd::Get { cc, name } => println!("{}", kernel::tunable_get(&cc, &name)?),
+        TunableCmd::Get { cc, name } => println!("{}", tunables::tunable_get(&cc, &name)?),
         TunableCmd::Preset { cc, name: None } => {
-            for (c, name, doc) in kernel::presets_of(&cc)? {
+            for (c, name, doc) in tunables::presets_of(&cc)? {
                 println!("{c} {name:<14} {doc}");
             }
         }
         TunableCmd::Preset { cc, name: Some(name) } => {
-            for (k, v) in kernel::tunable_preset(&cc, &name)? {
+            for (k, v) in tunables::tunable_preset(&cc, &name)? {
                 println!("{cc}.{k} = {v}");
             }
         }
         TunableCmd::Set { cc, name, value } => {
-            let v = kernel::tunable_set(&cc, &name, &value)?;
+            let v = tunables::tunable_set(&cc, &name, &value)?;
             println!("{cc}.{name} = {v}");
         }
     }
