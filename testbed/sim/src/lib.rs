@@ -12,6 +12,8 @@
 pub mod cc;
 pub mod metrics;
 pub mod plan;
+pub mod port;
+mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod testbed;

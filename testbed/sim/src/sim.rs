@@ -67,6 +67,7 @@ use xdcc_algo::{AckSample, Event, FlowInit, NetConfig};
 
 use crate::cc::{AnyCc, AnyParams, CcKind};
 use crate::scenario::{LossRecovery, Marking, RtoBackoff, Scenario};
+use crate::rng::Rng;
 use crate::topology::LossState;
 use xdcc_common::{amrt_step, AmrtConfig};
 use xdcc_multipath::{Balancer, BlockCode, BlockRx, RxOutcome};
@@ -144,22 +145,6 @@ impl PartialOrd for Scheduled {
 impl Ord for Scheduled {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         (self.t, self.seq).cmp(&(o.t, o.seq))
-    }
-}
-
-/// Deterministic PRNG (SplitMix64).
-pub(crate) struct Rng(pub(crate) u64);
-impl Rng {
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    pub(crate) fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -666,7 +651,7 @@ impl Sim {
                 ((w.init_kb * 1000.0).round() as u64, (w.max_kb * 1000.0).round() as u64)
             });
             let ends = match &graph {
-                Some(gr) if !pinned => crate::topology::endpoints(gr, g, sc.seed.wrapping_add(gi as u64)).map_err(|e| anyhow::anyhow!("flows.{}: {e}", g.name))?,
+                Some(gr) if !pinned => crate::topology::endpoints(gr, g.count, g.src.as_deref(), g.dst.as_deref(), &g.pairs, sc.seed.wrapping_add(gi as u64)).map_err(|e| anyhow::anyhow!("flows.{}: {e}", g.name))?,
                 _ => Vec::new(),
             };
             let strategy = g.lb.as_ref().map_or(Ok(xdcc_multipath::Strategy::Ecmp), |l| l.strategy())?;

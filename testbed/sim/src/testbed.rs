@@ -1184,7 +1184,7 @@ fn workload_flows(w: &Workload, t: &Topology, dur: f64, dir: &Path) -> Result<Ve
     let (start, stop) = (w.start_s, w.stop_s.unwrap_or(dur));
     let link_bps = (t.dc.rate_mbit as f64) * 1e6 * hosts.len() as f64;
     let lambda = w.load * link_bps / 8.0 / mean;
-    let mut rng = crate::sim::Rng(w.seed ^ 0x3057_4B10_AD00_0001);
+    let mut rng = crate::rng::Rng(w.seed ^ 0x3057_4B10_AD00_0001);
     let mut out = Vec::new();
     let mut at = 0.0;
     loop {

@@ -67,7 +67,8 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{check_marking, check_phantom, Marking, Phantom};
+use crate::port::{check_marking, check_phantom, Marking, Phantom};
+use crate::rng::Rng;
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -596,9 +597,9 @@ impl Graph {
 /// name gives that host to every flow; a DC gives the flows distinct hosts
 /// of it in a random order drawn from `seed` (with both ends the same DC,
 /// a permutation in which no flow sends to itself).
-pub(crate) fn endpoints(g: &Graph, f: &crate::scenario::FlowSpec, seed: u64) -> Result<Vec<(u32, u32)>> {
-    let mut rng = crate::sim::Rng(seed ^ 0xE1D9_0175_0000_0001);
-    let n = f.count as usize;
+pub(crate) fn endpoints(g: &Graph, count: u32, src: Option<&str>, dst: Option<&str>, pairs: &[String], seed: u64) -> Result<Vec<(u32, u32)>> {
+    let mut rng = Rng(seed ^ 0xE1D9_0175_0000_0001);
+    let n = count as usize;
     let mut pick = |e: &str| -> Result<Vec<u32>> {
         if let Some(&h) = g.hosts.get(e) {
             return Ok(vec![h; n]);
@@ -615,9 +616,8 @@ pub(crate) fn endpoints(g: &Graph, f: &crate::scenario::FlowSpec, seed: u64) -> 
         }
         Ok(hosts)
     };
-    if !f.pairs.is_empty() {
-        return f
-            .pairs
+    if !pairs.is_empty() {
+        return pairs
             .iter()
             .map(|p| {
                 let (a, b) = p.split_once('>').unwrap_or_default();
@@ -629,7 +629,7 @@ pub(crate) fn endpoints(g: &Graph, f: &crate::scenario::FlowSpec, seed: u64) -> 
             })
             .collect();
     }
-    let (src, dst) = (f.src.as_deref().unwrap_or_default(), f.dst.as_deref().unwrap_or_default());
+    let (src, dst) = (src.unwrap_or_default(), dst.unwrap_or_default());
     let mut s = pick(src)?;
     let mut d = pick(dst)?;
     s.truncate(n);
@@ -739,7 +739,7 @@ mod tests {
     }
 
     fn unit_from(seed: u64) -> impl FnMut() -> f64 {
-        let mut r = crate::sim::Rng(seed);
+        let mut r = Rng(seed);
         move || r.unit()
     }
 
