@@ -1,12 +1,13 @@
 //! The rerouter (UnoLB / PLB): on an RTO, after `lossy_rounds` rounds with
 //! retransmissions or `congested_rounds` rounds with an ECE fraction above the
 //! threshold, a flow gets a new path id, at most once per
-//! `min_interval_base_rtts` base RTTs, chosen at random among the ids that
-//! recently ended an uncongested round to the same destination (uno-sc25
-//! Alg. 2: "a subflow that has recently received ACKs"), avoiding the ids
-//! that failed within the window (`failed_window_ns`: for a flow still
-//! timing out, its whole outage). The path id becomes
-//! the IPv6 flow label on egress (`telemetry.rs`), which ECMP hashes.
+//! `min_interval_base_rtts` base RTTs: a random other id that no flow to the
+//! same destination left on an RTO or lossy rounds within the window
+//! (`failed_window_ns`: for a flow still timing out, its whole outage), ids
+//! nobody used lately counting as good. (Uno's Alg. 2 prefers "a subflow
+//! that has recently received ACKs"; preferring only those never tried a
+//! healed path again: see [`reroute`].) The path id becomes the IPv6 flow
+//! label on egress (`telemetry.rs`), which ECMP hashes.
 
 use aya_ebpf::{macros::map, maps::LruHashMap, programs::SockOpsContext};
 use aya_log_ebpf::info;
