@@ -23,9 +23,11 @@ END = "<!-- end of the generated reference -->"
 
 
 def ccs():
-    """The CCs in the crate's order (`CCS` in lib.rs)."""
-    src = open(os.path.join(ROOT, "kmods/algo/src/lib.rs"), encoding="utf-8").read()
-    return re.findall(r'cc_spec!\(\w+::\w+, "tcp_(\w+)"', src)
+    """The CCs in the crate's order (`CCS`, as its `ccs` example prints it)."""
+    text = subprocess.run(
+        ["cargo", "run", "-q", "--release", "--locked", "-p", "xdcc-algo", "--example", "ccs"],
+        cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    return [line.split()[0] for line in text.splitlines()]
 
 
 def docs_of(cc):

@@ -29,6 +29,7 @@
 //! and never allocate.
 
 use core::cell::UnsafeCell;
+use core::marker::PhantomData;
 use core::ffi::{c_int, c_ulong, c_void};
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -57,21 +58,56 @@ pub trait KernelCc: 'static {
     fn config() -> &'static ConfigCell<linux::Config<Self::Params>>;
 }
 
-/// The socket a congestion-control callback runs for.
+/// The socket a callback of CC `T` runs for, borrowed for the callback
+/// (`'a`), as Rust-for-Linux's `cong::Sock<'a, T>`.
 ///
-/// Invariant: `sk` is a TCP socket the stack is processing, locked (or in
-/// its softirq context) for the duration of the callback, whose CA private
-/// area holds an initialized `Flow<A>` between `init` and `release`. An
-/// `Sk` is only created at the top of a callback and never escapes it.
-pub struct Sk {
+/// Invariant: `sk` is a TCP socket on CC `T` that the stack is processing,
+/// locked (or in its softirq context) for `'a`, whose CA private area holds
+/// an initialized `Flow<T::Algo>` (between `init` and `release`). An `Sk` is
+/// only created at the top of a callback and never escapes it; every
+/// callback body is then safe code.
+pub struct Sk<'a, T: KernelCc> {
     sk: *mut bindings::sock,
+    _borrow: PhantomData<&'a mut bindings::sock>,
+    _cc: PhantomData<T>,
 }
 
-impl Sk {
+// The kernel's CA private area is the size the algorithm crate sizes every
+// state for (`fits_ca_priv`), checked when the module is built.
+const _: () = assert!(bindings::ICSK_CA_PRIV_SIZE as usize == super::algo::ICSK_CA_PRIV_SIZE);
+
+impl<'a, T: KernelCc> Sk<'a, T> {
     /// # Safety
-    /// `sk` must satisfy the type invariant for the lifetime of the value.
+    /// `sk` must satisfy the type invariant for `'a`.
     unsafe fn new(sk: *mut bindings::sock) -> Self {
-        Self { sk }
+        Self { sk, _borrow: PhantomData, _cc: PhantomData }
+    }
+
+    /// `init`: writes the flow's initial state into the CA private area,
+    /// from which point the type invariant holds.
+    ///
+    /// # Safety
+    /// `sk` is a TCP socket being assigned CC `T`, locked for `'a`; its CA
+    /// private area is ours from now until `release`.
+    unsafe fn init(sk: *mut bindings::sock, flow: impl FnOnce(&Sock) -> Flow<T::Algo>) -> Self {
+        const { assert!(linux::fits_ca_priv::<T::Algo>()) };
+        // SAFETY: the caller's guarantee, except that the area does not hold
+        // a `Flow` yet: only `view` is used before it does.
+        let sk = unsafe { Self::new(sk) };
+        let f = flow(&sk.view());
+        // SAFETY: the area is 8-byte aligned (an array of u64), large enough
+        // (checked above) and ours; a plain write of plain data.
+        unsafe { core::ptr::write(bindings::inet_csk_ca(sk.sk) as *mut Flow<T::Algo>, f) };
+        sk
+    }
+
+    /// The per-socket CC state.
+    fn flow(&mut self) -> &mut Flow<T::Algo> {
+        const { assert!(linux::fits_ca_priv::<T::Algo>()) };
+        // SAFETY: the area holds an initialized `Flow<T::Algo>` (invariant),
+        // 8-byte aligned and large enough (checked above), and the socket is
+        // ours for `'a`; the borrow of `self` keeps it unique.
+        unsafe { &mut *(bindings::inet_csk_ca(self.sk) as *mut Flow<T::Algo>) }
     }
 
     fn tp(&self) -> *mut bindings::tcp_sock {
@@ -82,32 +118,6 @@ impl Sk {
     fn icsk(&self) -> *mut bindings::inet_connection_sock {
         // SAFETY: as above; `inet_csk` is a cast.
         unsafe { bindings::inet_csk(self.sk) }
-    }
-
-    /// The per-socket CC state.
-    ///
-    /// # Safety
-    /// The CA private area must hold a `Flow<A>` (between `init` and
-    /// `release` of a CC whose state is `Flow<A>`).
-    unsafe fn flow<A>(&mut self) -> &mut Flow<A> {
-        const { assert!(linux::fits_ca_priv::<A>()) };
-        // SAFETY: guaranteed by the caller; the area is 8-byte aligned (an
-        // array of u64) and large enough (checked above).
-        unsafe { &mut *(bindings::inet_csk_ca(self.sk) as *mut Flow<A>) }
-    }
-
-    /// A copy of the per-socket CC state, read without the socket lock (for
-    /// `get_info`, as DCTCP's reads its fields): a concurrent ACK may make
-    /// the copy a mix of two updates, never invalid (plain integers).
-    ///
-    /// # Safety
-    /// The CA private area must hold a `Flow<A>` or be zeroed (it is zeroed
-    /// when the CC is assigned, before `init`), and stay mapped for the call.
-    unsafe fn flow_snapshot<A: Copy>(&self) -> Flow<A> {
-        const { assert!(linux::fits_ca_priv::<A>()) };
-        // SAFETY: guaranteed by the caller (an all-zero `Flow` is valid:
-        // integers and bools only); aligned and large enough as above.
-        unsafe { core::ptr::read_volatile(bindings::inet_csk_ca(self.sk) as *const Flow<A>) }
     }
 
     /// The adapter's view of the socket.
@@ -329,14 +339,14 @@ impl<P: Copy> ConfigCell<P> {
     }
 }
 
+// The callbacks: each turns the stack's raw socket into an `Sk` (its one
+// `unsafe`, argued from the stack's calling contract) and is safe code after.
+
 unsafe extern "C" fn init<T: KernelCc>(sk: *mut bindings::sock) {
-    // SAFETY: the stack calls `init` for a TCP socket being assigned this
-    // CC; the CA private area is ours from now until `release`.
-    let mut sk = unsafe { Sk::new(sk) };
     let rcu = RcuReadGuard::new();
-    let flow = Flow::<T::Algo>::new(&T::config().current(&rcu).params, &sk.view());
-    // SAFETY: `init` is where the CA area starts holding our `Flow`.
-    unsafe { core::ptr::write(sk.flow::<T::Algo>() as *mut Flow<T::Algo>, flow) };
+    // SAFETY: the stack calls `init` for a locked TCP socket being assigned
+    // this CC; the CA private area is ours from now until `release`.
+    let mut sk = unsafe { Sk::<T>::init(sk, |view| Flow::new(&T::config().current(&rcu).params, view)) };
     sk.request_pacing();
 }
 
@@ -350,15 +360,13 @@ unsafe extern "C" fn cong_control<T: KernelCc>(
     flag: c_int,
     rs: *const bindings::rate_sample,
 ) {
-    // SAFETY: called by the stack between init and release with a valid
-    // socket and rate sample.
-    let (mut sk, rs) = unsafe { (Sk::new(sk), &*rs) };
+    // SAFETY: called by the stack between init and release with a locked
+    // socket on this CC and a valid rate sample.
+    let (mut sk, rs) = unsafe { (Sk::<T>::new(sk), &*rs) };
     let (view, sample) = (sk.view(), sk.rate_sample(rs, flag));
-    // SAFETY: between init and release.
-    let flow = unsafe { sk.flow::<T::Algo>() };
     let rcu = RcuReadGuard::new();
     let cfg = T::config().current(&rcu);
-    let u = flow.on_ack(&cfg.params, &cfg.pacing, &view, &sample);
+    let u = sk.flow().on_ack(&cfg.params, &cfg.pacing, &view, &sample);
     sk.apply(&u);
     if T::NEEDS_ECN && view.ecn_ok == 0 {
         sk.stop_ect_without_ecn();
@@ -366,58 +374,51 @@ unsafe extern "C" fn cong_control<T: KernelCc>(
 }
 
 unsafe extern "C" fn set_state<T: KernelCc>(sk: *mut bindings::sock, new_state: u8) {
-    // SAFETY: between init and release, valid socket.
-    let mut sk = unsafe { Sk::new(sk) };
+    // SAFETY: called by the stack between init and release, socket locked.
+    let mut sk = unsafe { Sk::<T>::new(sk) };
     let view = sk.view();
-    // SAFETY: between init and release.
-    let flow = unsafe { sk.flow::<T::Algo>() };
     let rcu = RcuReadGuard::new();
     let cfg = T::config().current(&rcu);
-    if let Some(u) = flow.on_set_state(&cfg.params, &cfg.pacing, &view, new_state) {
+    if let Some(u) = sk.flow().on_set_state(&cfg.params, &cfg.pacing, &view, new_state) {
         sk.apply(&u);
     }
 }
 
 unsafe extern "C" fn cwnd_event<T: KernelCc>(sk: *mut bindings::sock, ev: bindings::tcp_ca_event) {
-    // SAFETY: between init and release, valid socket.
-    let mut sk = unsafe { Sk::new(sk) };
+    // SAFETY: called by the stack between init and release, socket locked.
+    let mut sk = unsafe { Sk::<T>::new(sk) };
     let (view, rcv_nxt, pending) = (sk.view(), sk.rcv_nxt(), sk.delayed_ack_pending());
     if T::NEEDS_ECN && view.ecn_ok == 0 {
         // (CA_EVENT_TX_START comes before the first data packet's IP header
         // is built: that packet already leaves without ECT.)
         sk.stop_ect_without_ecn();
     }
-    // SAFETY: between init and release.
-    let flow = unsafe { sk.flow::<T::Algo>() };
     if T::NEEDS_ECN {
-        if let Some(e) = flow.on_ce_event(ev as u32, rcv_nxt, pending) {
+        if let Some(e) = sk.flow().on_ce_event(ev as u32, rcv_nxt, pending) {
             sk.ce_echo(&e);
             return;
         }
     }
     let rcu = RcuReadGuard::new();
     let cfg = T::config().current(&rcu);
-    if let Some(u) = flow.on_cwnd_event(&cfg.params, &cfg.pacing, &view, ev as u32) {
+    if let Some(u) = sk.flow().on_cwnd_event(&cfg.params, &cfg.pacing, &view, ev as u32) {
         sk.apply(&u);
     }
 }
 
 unsafe extern "C" fn ssthresh<T: KernelCc>(sk: *mut bindings::sock) -> u32 {
-    // SAFETY: between init and release, valid socket.
-    let mut sk = unsafe { Sk::new(sk) };
+    // SAFETY: called by the stack between init and release, socket locked.
+    let mut sk = unsafe { Sk::<T>::new(sk) };
     let view = sk.view();
-    // SAFETY: between init and release.
-    unsafe { sk.flow::<T::Algo>() }.ssthresh_pkts(&view)
+    sk.flow().ssthresh_pkts(&view)
 }
 
 unsafe extern "C" fn undo_cwnd<T: KernelCc>(sk: *mut bindings::sock) -> u32 {
-    // SAFETY: between init and release, valid socket.
-    let mut sk = unsafe { Sk::new(sk) };
+    // SAFETY: called by the stack between init and release, socket locked.
+    let mut sk = unsafe { Sk::<T>::new(sk) };
     let view = sk.view();
-    // SAFETY: between init and release.
-    let flow = unsafe { sk.flow::<T::Algo>() };
     let rcu = RcuReadGuard::new();
-    flow.undo_cwnd_pkts(&T::config().current(&rcu).params, &view)
+    sk.flow().undo_cwnd_pkts(&T::config().current(&rcu).params, &view)
 }
 
 /// `INET_DIAG_VEGASINFO` (uapi `linux/inet_diag.h`): the request bit by
@@ -426,6 +427,21 @@ const INET_DIAG_VEGASINFO: u32 = 3;
 /// `sizeof(union tcp_cc_info)` (uapi `linux/inet_diag.h`; its largest
 /// member is `struct tcp_bbr_info`, five u32). Opaque in the bindings.
 const TCP_CC_INFO_BYTES: usize = 20;
+
+/// A copy of a socket's CC state, read without the socket lock (`get_info`
+/// runs under RCU only, as DCTCP's reads its fields): a concurrent ACK may
+/// make the copy a mix of two updates, never invalid (plain integers).
+///
+/// # Safety
+/// `sk` is a TCP socket on CC `T` whose CA private area holds a
+/// `Flow<T::Algo>` or is zeroed (it is zeroed when the CC is assigned,
+/// before `init`), and stays mapped for the call.
+unsafe fn flow_snapshot<T: KernelCc>(sk: *mut bindings::sock) -> Flow<T::Algo> {
+    const { assert!(linux::fits_ca_priv::<T::Algo>()) };
+    // SAFETY: guaranteed by the caller (an all-zero `Flow` is valid:
+    // integers and bools only); aligned and large enough as above.
+    unsafe { core::ptr::read_volatile(bindings::inet_csk_ca(sk) as *const Flow<T::Algo>) }
+}
 
 unsafe extern "C" fn get_info<T: KernelCc>(
     sk: *mut bindings::sock,
@@ -437,9 +453,9 @@ unsafe extern "C" fn get_info<T: KernelCc>(
         return 0;
     }
     const { assert!(TCP_CC_INFO_BYTES >= linux::CcInfo::BYTES) };
-    // Called by inet_diag under RCU, without the socket lock, for a socket on this CC.
-    // SAFETY: the CA area holds our `Flow` or is still zeroed (`flow_snapshot`).
-    let flow = unsafe { Sk::new(sk).flow_snapshot::<T::Algo>() };
+    // SAFETY: inet_diag calls this under RCU for a socket on this CC, whose
+    // CA area holds our `Flow` or is still zeroed.
+    let flow = unsafe { flow_snapshot::<T>(sk) };
     // A socket whose `init` has not run yet (an active open before its
     // handshake completes) has no state to report.
     if !flow.is_live() {
@@ -582,11 +598,10 @@ unsafe impl<T: KernelCc> Sync for Registration<T> {}
 
 impl<T: KernelCc> Registration<T> {
     pub fn new(module: &'static ThisModule) -> Result<Self> {
+        // The name and its NUL fit `TCP_CA_NAME_MAX`, checked when the module is built.
+        const { assert!(T::NAME.len() < bindings::TCP_CA_NAME_MAX as usize) };
         let mut ops = bindings::tcp_congestion_ops::default();
         let name = T::NAME.as_bytes();
-        if name.len() >= ops.name.len() {
-            return Err(EINVAL);
-        }
         for (d, s) in ops.name.iter_mut().zip(name) {
             *d = *s as _;
         }

@@ -5,8 +5,8 @@
 #   kmods/bpf/build.sh OUTDIR [CC...]  -> OUTDIR/bpf_<cc>.o, one object per CC
 #
 # Without CCs: every CC entry.rs has entries for (`entries!(<cc>, ...)`).
-# The CCs that need ECN come from the algorithm crate's list (marks in
-# kmods/algo/src/lib.rs, CCS), read from its source.
+# Which CCs need ECN comes from the algorithm crate's one list (CCS), which
+# the crate's `ccs` example prints, compiled here with the same rustc.
 #
 # Steps (the verified recipe for this kind of host; docs/ccs.md covers loading):
 #  1. entry.rs (the algorithms + the Linux adapter) -> LLVM bitcode for
@@ -57,24 +57,36 @@ rustc_bpf -C link-arg=--emit=llvm-bc -o "$work/entry.bc" 2>"$work/rustc.log" || 
 # rustc+bpf-linker may name the bitcode with or without the extension.
 [[ -f $work/entry.bc ]] || fail "no bitcode from rustc"
 
-# 2.
+# 2. The sizes the shim shares with the crate, from the crate (shim.c checks
+# the private area's against the kernel's BTF).
+rust_const() { # NAME FILE: the value of `pub const NAME: usize = N;`
+    local v
+    v=$(sed -n "s/^pub const $1: usize = \([0-9]*\);.*/\1/p" "$2")
+    [[ -n $v ]] || fail "no \`pub const $1: usize\` in $2"
+    echo "$v"
+}
+sizes=(-DXDCC_CA_PRIV_SIZE="$(rust_const ICSK_CA_PRIV_SIZE "$here/../algo/src/lib.rs")"
+       -DXDCC_CONFIG_BYTES="$(rust_const CONFIG_BYTES "$here/../algo/src/linux.rs")")
+/usr/bin/rustc --edition 2021 --crate-type rlib --crate-name xdcc_algo -o "$work/libxdcc_algo.rlib" \
+    "$here/../algo/src/lib.rs" || fail "rustc (the algorithm crate, host)"
+/usr/bin/rustc --edition 2021 --extern xdcc_algo="$work/libxdcc_algo.rlib" -o "$work/ccs" \
+    "$here/../algo/examples/ccs.rs" || fail "rustc (the crate's ccs example)"
+"$work/ccs" > "$work/ccs.txt"
 bpftool btf dump file /sys/kernel/btf/vmlinux format c > "$work/vmlinux.h"
 for cc in "${ccs[@]}"; do
     grep -q "^entries!($cc," "$here/entry.rs" || fail "entry.rs has no entries for '$cc'"
-    # cc_spec!(<cc>::..., "tcp_<cc>", marks: <Marks>, ...) in the CC list:
-    # every CC that reads marks needs ECN (CcSpec::needs_ecn).
-    marks=$(sed -n "s/^ *cc_spec!($cc::[A-Za-z]*, \"tcp_$cc\", marks: \([A-Za-z]*\),.*/\1/p" "$here/../algo/src/lib.rs")
-    case $marks in Unused) ecn=0 ;; Congestion|SpareBandwidth) ecn=1 ;; *) fail "no marks for '$cc' in kmods/algo/src/lib.rs (CCS)" ;; esac
+    case $(awk -v cc="$cc" '$1 == cc {print $3}' "$work/ccs.txt") in
+        ecn) ecn=1 ;; no-ecn) ecn=0 ;; *) fail "'$cc' is not in the algorithm crate's CC list (CCS)" ;;
+    esac
     # A CC whose complete ACK processing is a global BPF function (entry.rs
     # has its body): shim.c defines it, and it stays a function.
     ack_full=() export_ack_full=
     if grep -q "fn xdcc_${cc}_ack_full_body" "$here/entry.rs"; then
         # (the sample's size from entry.rs, where it is checked against the type)
-        sample=$(sed -n 's/^pub const ACK_SAMPLE_BYTES: usize = \([0-9]*\);.*/\1/p' "$here/entry.rs")
-        [[ -n $sample ]] || fail "no ACK_SAMPLE_BYTES in entry.rs"
-        ack_full=(-DXDCC_ACK_FULL -DXDCC_ACK_SAMPLE_BYTES="$sample") export_ack_full=,xdcc_${cc}_ack_full
+        ack_full=(-DXDCC_ACK_FULL -DXDCC_ACK_SAMPLE_BYTES="$(rust_const ACK_SAMPLE_BYTES "$here/entry.rs")")
+        export_ack_full=,xdcc_${cc}_ack_full
     fi
-    clang-22 -target bpf -mcpu=v3 -g -O2 -emit-llvm -c -I"$work" "${ack_full[@]}" \
+    clang-22 -target bpf -mcpu=v3 -g -O2 -emit-llvm -c -I"$work" "${sizes[@]}" "${ack_full[@]}" \
         -DXDCC_CC="$cc" -DXDCC_NEEDS_ECN=$ecn -o "$work/shim_$cc.bc" "$here/shim.c"
     # 3.
     llvm-link -o "$work/linked_$cc.bc" "$work/shim_$cc.bc" "$work/entry.bc"

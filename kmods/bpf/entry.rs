@@ -17,7 +17,7 @@ use algo::linux::{CcInfo, CeEcho, Config, Flow, RateSample, Sock, Update};
 use algo::CongestionControl;
 
 /// Size of the configuration map's value (`struct xdcc_config` in shim.c).
-pub const CONFIG_BYTES: usize = 256;
+pub use algo::linux::CONFIG_BYTES;
 
 macro_rules! entries {
     ($cc:ident, $algo:ty, $params:ty) => {

@@ -28,7 +28,15 @@ char _license[] SEC("license") = "GPL";
 #define SK_PACING_NEEDED 1
 #define TCP_CONG_NON_RESTRICTED 0x1
 #define TCP_CONG_NEEDS_ECN 0x2
-#define CA_PRIV_SIZE 104
+/* The kernel's private CC area, from its BTF; the algorithm crate sizes every
+ * state for ICSK_CA_PRIV_SIZE (kmods/algo/src/lib.rs), which build.sh passes
+ * as XDCC_CA_PRIV_SIZE. */
+#define CA_PRIV_SIZE sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv)
+#if !defined(XDCC_CA_PRIV_SIZE) || !defined(XDCC_CONFIG_BYTES)
+#error "build.sh passes XDCC_CA_PRIV_SIZE and XDCC_CONFIG_BYTES (from the algorithm crate)"
+#endif
+_Static_assert(CA_PRIV_SIZE == XDCC_CA_PRIV_SIZE,
+	       "this kernel's icsk_ca_priv is not the size the algorithm crate sizes states for");
 
 /* Mirrors of the adapter's #[repr(C)] structs (algo/src/linux.rs). */
 struct xdcc_sock {
@@ -67,7 +75,7 @@ struct xdcc_flow_record {
 };
 /* The algorithm's Params followed by the pacing ratios; opaque here. */
 struct xdcc_config {
-	__u8 bytes[256]; /* entry.rs checks every Config fits */
+	__u8 bytes[XDCC_CONFIG_BYTES]; /* linux.rs checks every Config fits */
 };
 
 /* Tunables: one element, replaced atomically by `xdcc tunable set`

@@ -86,7 +86,7 @@ pub struct Phantom {
     /// What the queue counts: `enqueue`, every packet entering the port
     /// (uno-sc25 §4.1.3, htsim; the default), or `link`, the bytes the port
     /// transmits (HULL's placement on the egress link; the choice for a
-    /// software switch whose CPUs forward in bursts: `xdcc_common::PhantomConfig`).
+    /// software switch whose CPUs forward in bursts: `xdcc_common::markers::PhantomConfig`).
     #[serde(default)]
     pub feed: PhantomFeed,
 }

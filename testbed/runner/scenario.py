@@ -2,8 +2,9 @@
 traffic, what to sweep. Validated up front: a bad file is one clear error
 before anything is built."""
 
+import json
 import os
-import re
+import subprocess
 import tomllib
 
 import topology
@@ -11,19 +12,22 @@ import topology
 TESTBED = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _xdcc_ccs():
-    """The xdcc CCs from the algorithm crate's one list (kmods/algo/src/lib.rs,
-    `CCS`: one `cc_spec!(<cc>::<State>, "tcp_<cc>", ...)` line each); the same
-    list as `xdcc cc known`."""
-    src = os.path.join(os.path.dirname(TESTBED), "kmods", "algo", "src", "lib.rs")
-    with open(src) as f:
-        ccs = tuple(re.findall(r'^\s*cc_spec!\((\w+)::\w+, "tcp_\1"', f.read(), re.M))
-    if not ccs:
-        raise RuntimeError(f"no CC list (cc_spec!) in {src}")
-    return ccs
+XDCC = os.environ.get("XDCC_BIN", os.path.join(os.path.dirname(TESTBED), "target", "release", "xdcc"))
 
 
-XDCC_CCS = _xdcc_ccs()
+def _known():
+    """`xdcc --json cc known`: the algorithm crate's one CC list, with each
+    CC's presets."""
+    try:
+        out = subprocess.run([XDCC, "--json", "cc", "known"], check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise RuntimeError(f"the CC list comes from `{XDCC} --json cc known` ({e}): build it with "
+                           "`cargo build --release -p xdcc` or set XDCC_BIN") from e
+    return json.loads(out)
+
+
+KNOWN_CCS = _known()
+XDCC_CCS = tuple(c["name"] for c in KNOWN_CCS)
 KERNEL_CCS = ("cubic", "bbr", "reno", "vegas")
 KNOWN = {
     "description": str, "paper": str, "topology": str, "ccs": list, "duration_s": int,
@@ -162,19 +166,8 @@ def normalize(s, ccs, duration_s):
     return s
 
 
-def _presets():
-    """{cc: [preset names]} from the algorithm crate's list
-    (kmods/algo/src/presets.rs, `PRESETS`; the same as `xdcc tunable preset CC`)."""
-    src = os.path.join(os.path.dirname(TESTBED), "kmods", "algo", "src", "presets.rs")
-    with open(src) as f:
-        pairs = re.findall(r'^\s*\("(\w+)", "([\w-]+)", "', f.read(), re.M)
-    out = {}
-    for cc, name in pairs:
-        out.setdefault(cc, []).append(name)
-    return out
-
-
-PRESETS = _presets()
+# {cc: [preset names]}, as `xdcc tunable preset CC` lists them.
+PRESETS = {c["name"]: c["presets"] for c in KNOWN_CCS if c["presets"]}
 
 
 def check_preset(cc, name, where):

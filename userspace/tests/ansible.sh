@@ -25,8 +25,12 @@
 # included: ANSIBLE_HOME, ANSIBLE_LOCAL_TEMP).
 #   userspace/tests/ansible.sh   (root; installs ansible-core, openssh-client,
 #                                 systemd-container, debootstrap, dpkg-dev)
+# Prints the test library's TAP lines (tests/lib/lib.sh) and "N passed, M
+# failed"; hosts that cannot be built or booted end it with an error.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../../tests/lib/lib.sh
+source "$root/tests/lib/lib.sh"
 X=$root/target/release/xdcc
 [[ $(id -u) == 0 ]] || { echo "ansible.sh: needs root" >&2; exit 2; }
 [[ -x $X ]] || { echo "ansible.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
@@ -61,8 +65,7 @@ cleanup() {
     if [[ ${XDCC_KEEP:-0} == 1 ]]; then echo "[ansible] kept $dir" >&2; else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
-fail() { echo "[ansible] FAIL: $*" >&2; exit 1; }
-ok() { echo "[ansible] ok: $*"; }
+die() { echo "[ansible] cannot set up the hosts: $*" >&2; exit 1; }
 
 deb=$("$root/packaging/deb/build.sh" "$dir/deb")
 
@@ -142,9 +145,9 @@ S() { # S HOST CMD...: run CMD on HOST over ssh
 }
 for h in "${hosts[@]}"; do
     for _ in $(seq 60); do S "$h" true 2>/dev/null && break; sleep 1; done
-    S "$h" true || fail "$h: no ssh after 60 s: $(tail -5 "$dir/nspawn-$h.log")"
+    S "$h" true || die "$h: no ssh after 60 s: $(tail -5 "$dir/nspawn-$h.log")"
 done
-ok "three hosts booted under systemd, sshd answering with their own host keys"
+echo "[ansible] three hosts booted under systemd, sshd answering with their own host keys" >&2
 
 # The inventory: the fleet's CCs, network, tunable and policy; h1's own default.
 cat >"$dir/inventory.yml" <<INV
@@ -184,63 +187,81 @@ recap() { # recap LOG HOST KEY: a number from the play recap
 journals() { # the xdcc units' journal of every host, for a failure
     for h in "${hosts[@]}"; do echo "--- $h"; S "$h" journalctl -u xdcc.service -u xdcc-agent.service --no-pager -n 20; done 2>&1
 }
-play run1.log || fail "the first run failed: $(tail -30 "$dir/run1.log"; journals)"
-for h in "${hosts[@]}"; do
-    [[ $(recap run1.log "$h" failed) == 0 && $(recap run1.log "$h" unreachable) == 0 && $(recap run1.log "$h" changed) -gt 0 ]] ||
-        fail "first run on $h: $(grep "^$h " "$dir/run1.log")"
-done
-ok "the role ran on all three hosts ($(grep -c '^h[0-9] .*failed=0' "$dir/run1.log") with failed=0)"
+# first_run: the role's first run succeeds and changes every host.
+first_run() {
+    play run1.log || { tail -30 "$dir/run1.log"; journals; return 1; }
+    for h in "${hosts[@]}"; do
+        [[ $(recap run1.log "$h" failed) == 0 && $(recap run1.log "$h" unreachable) == 0 && $(recap run1.log "$h" changed) -gt 0 ]] ||
+            { echo "first run on $h: $(grep "^$h " "$dir/run1.log")"; return 1; }
+    done
+}
+check "the role runs on all three hosts, each changed, none failed or unreachable" first_run
 
+# host_state HOST DEFAULT: what the role leaves on HOST.
+host_state() {
+    local h=$1 want=$2 v
+    v=$(S "$h" systemctl is-enabled xdcc.service xdcc-agent.service | tr '\n' ' ')
+    [[ $v == "enabled enabled " ]] || { echo "units enabled: $v"; return 1; }
+    v=$(S "$h" systemctl is-active xdcc.service xdcc-agent.service | tr '\n' ' ')
+    [[ $v == "active active " ]] || { echo "units active: $v"; return 1; }
+    v=$(S "$h" cat /proc/sys/net/ipv4/tcp_congestion_control)
+    [[ $v == "$want" ]] || { echo "default CC $v, want $want"; return 1; }
+    S "$h" grep -q "'^prefix = \"10.82.0.0/24\"'" /etc/xdcc/xdcc.toml || { echo "the policy is not in its file"; return 1; }
+    v=$(S "$h" xdcc tunable get bpf_uno k_bytes)
+    [[ $v == 31000 ]] || { echo "k_bytes = $v"; return 1; }
+    v=$(S "$h" xdcc tunable get bpf_gemini net_link_rate_mbps)
+    [[ $v == 25000 ]] || { echo "gemini's net_link_rate_mbps = $v"; return 1; }
+    S "$h" xdcc apply --check || { echo "apply --check is not clean"; return 1; }
+    S "$h" xdcc stats >/dev/null || { echo "the agent does not answer"; return 1; }
+}
 want_default=(bpf_uno bpf_gemini bpf_gemini)
 k=0
 for h in "${hosts[@]}"; do
-    e=$(S "$h" systemctl is-enabled xdcc.service xdcc-agent.service | tr '\n' ' ')
-    [[ $e == "enabled enabled " ]] || fail "$h: units enabled: $e"
-    a=$(S "$h" systemctl is-active xdcc.service xdcc-agent.service | tr '\n' ' ')
-    [[ $a == "active active " ]] || fail "$h: units active: $a"
-    d=$(S "$h" cat /proc/sys/net/ipv4/tcp_congestion_control)
-    [[ $d == "${want_default[$k]}" ]] || fail "$h: default CC $d, want ${want_default[$k]}"
-    S "$h" grep -q "'^prefix = \"10.82.0.0/24\"'" /etc/xdcc/xdcc.toml || fail "$h: the policy is not in its file"
-    t=$(S "$h" xdcc tunable get bpf_uno k_bytes)
-    [[ $t == 31000 ]] || fail "$h: k_bytes = $t"
-    n=$(S "$h" xdcc tunable get bpf_gemini net_link_rate_mbps)
-    [[ $n == 25000 ]] || fail "$h: gemini's net_link_rate_mbps = $n"
-    S "$h" xdcc apply --check >"$dir/check-$h.log" 2>&1 || fail "$h: apply --check: $(cat "$dir/check-$h.log")"
-    S "$h" xdcc stats >/dev/null 2>&1 || fail "$h: the agent does not answer"
-    ok "$h: units enabled and active, default ${want_default[$k]}, tunables and network written, the agent answers, apply --check clean"
+    check "$h: units enabled and active, default ${want_default[$k]}, policy, tunables and network written, the agent answers, apply --check clean" \
+        host_state "$h" "${want_default[$k]}"
     k=$((k + 1))
 done
 
-play run2.log || fail "the second run failed: $(tail -30 "$dir/run2.log")"
-for h in "${hosts[@]}"; do
-    [[ $(recap run2.log "$h" changed) == 0 && $(recap run2.log "$h" failed) == 0 ]] ||
-        fail "second run changed something on $h: $(grep "^$h " "$dir/run2.log")"
-done
-ok "a second run changes nothing on any host (idempotent)"
+second_run() {
+    play run2.log || { tail -30 "$dir/run2.log"; return 1; }
+    for h in "${hosts[@]}"; do
+        [[ $(recap run2.log "$h" changed) == 0 && $(recap run2.log "$h" failed) == 0 ]] ||
+            { echo "changed on $h: $(grep "^$h " "$dir/run2.log")"; return 1; }
+    done
+}
+check "a second run changes nothing on any host (idempotent)" second_run
 
 S h2 sysctl -qw net.ipv4.tcp_congestion_control=reno
-if S h2 xdcc apply --check >"$dir/drift.log" 2>&1; then fail "h2: a default CC changed by hand is not drift"; fi
-grep -q reno "$dir/drift.log" || fail "h2: the drift report does not name it: $(cat "$dir/drift.log")"
-play run3.log || fail "the third run failed: $(tail -30 "$dir/run3.log")"
-[[ $(recap run3.log h2 changed) == 1 && $(recap run3.log h1 changed) == 0 && $(recap run3.log h3 changed) == 0 ]] ||
-    fail "the drift run: $(grep '^h[0-9] ' "$dir/run3.log")"
-[[ $(S h2 cat /proc/sys/net/ipv4/tcp_congestion_control) == bpf_gemini ]] || fail "h2: default not put back"
-S h2 xdcc apply --check >/dev/null 2>&1 || fail "h2: apply --check after the drift run"
-ok "drift on h2 (default CC set to reno by hand) is reported by apply --check and put back by the next run, on h2 only"
+drift_seen() {
+    if S h2 xdcc apply --check >"$dir/drift.log" 2>&1; then echo "apply --check passed"; return 1; fi
+    grep -q reno "$dir/drift.log" || { cat "$dir/drift.log"; return 1; }
+}
+check "h2: a default CC changed by hand (reno) is drift: apply --check fails and names it" drift_seen
+drift_run() {
+    play run3.log || { tail -30 "$dir/run3.log"; return 1; }
+    [[ $(recap run3.log h2 changed) == 1 && $(recap run3.log h1 changed) == 0 && $(recap run3.log h3 changed) == 0 ]] ||
+        { grep '^h[0-9] ' "$dir/run3.log"; return 1; }
+    [[ $(S h2 cat /proc/sys/net/ipv4/tcp_congestion_control) == bpf_gemini ]] || { echo "h2: default not put back"; return 1; }
+    S h2 xdcc apply --check
+}
+check "the next run puts h2's default back, on h2 only, and apply --check is clean" drift_run
 
 for h in "${hosts[@]}"; do S "$h" sha256sum /etc/xdcc/xdcc.toml; done >"$dir/files.before"
-if play run4.log -e '{"xdcc_ccs": {"uno": {"tunables": {"no_such_knob": 1}}}}'; then
-    fail "a bad tunable in the inventory did not fail the play"
-fi
-grep -q "no_such_knob" "$dir/run4.log" || fail "the failure does not name the bad tunable: $(grep -m3 -i 'fatal\|msg' "$dir/run4.log")"
-for h in "${hosts[@]}"; do S "$h" sha256sum /etc/xdcc/xdcc.toml; done >"$dir/files.after"
-cmp -s "$dir/files.before" "$dir/files.after" || fail "a refused file replaced a host's configuration"
-for h in "${hosts[@]}"; do S "$h" xdcc apply --check >/dev/null 2>&1 || fail "$h: not clean after the refused run"; done
-ok "a bad inventory value (unknown tunable) fails validation, names the tunable, and leaves every host as it was"
+bad_value_refused() {
+    if play run4.log -e '{"xdcc_ccs": {"uno": {"tunables": {"no_such_knob": 1}}}}'; then echo "the play succeeded"; return 1; fi
+    grep -q "no_such_knob" "$dir/run4.log" || { grep -m3 -i 'fatal\|msg' "$dir/run4.log"; return 1; }
+}
+check "a bad inventory value (unknown tunable) fails the play, the tunable named" bad_value_refused
+refused_left_hosts() {
+    for h in "${hosts[@]}"; do S "$h" sha256sum /etc/xdcc/xdcc.toml; done >"$dir/files.after"
+    cmp "$dir/files.before" "$dir/files.after" || { echo "a refused file replaced a host's configuration"; return 1; }
+    for h in "${hosts[@]}"; do S "$h" xdcc apply --check || { echo "$h: not clean after the refused run"; return 1; }; done
+}
+check "and leaves every host's file and state as it was" refused_left_hosts
 
 for h in "${hosts[@]}"; do S "$h" systemctl --no-block poweroff || true; done
 for h in "${hosts[@]}"; do
     p=$(cat "$dir/nspawn-$h.pid")
     for _ in $(seq 30); do kill -0 "$p" 2>/dev/null || break; sleep 1; done
 done
-echo "[ansible] all checks passed"
+tap_done

@@ -12,8 +12,13 @@
 # the copied xdcc binary gone, the BPF CC it registered unregistered. A bad
 # inventory is refused with the key named, before anything runs.
 #   userspace/tests/servers.sh   (root; installs openssh-server if missing)
+# Prints the test library's TAP lines (tests/lib/lib.sh) and "N passed, M
+# failed"; a machine that cannot be set up (sshd not answering) ends it
+# with an error before any check.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../../tests/lib/lib.sh
+source "$root/tests/lib/lib.sh"
 [[ $(id -u) == 0 ]] || { echo "servers.sh: needs root (namespaces, BPF)" >&2; exit 2; }
 if [[ ! -x /usr/sbin/sshd ]] || ! command -v ssh-keygen >/dev/null; then
     echo "[servers] installing openssh-server (sshd for the test's machines)" >&2
@@ -31,7 +36,7 @@ cleanup() {
     rm -rf "$dir"
 }
 trap cleanup EXIT
-fail() { echo "[servers] FAIL: $*" >&2; exit 1; }
+die() { echo "[servers] cannot set up the machines: $*" >&2; exit 1; }
 
 # Management network: a bridge in this namespace, 10.80.0.254; machine k at 10.80.0.k.
 ip link add "xsb$tag" type bridge
@@ -84,7 +89,7 @@ done
 ssh_opts=(-i "$dir/id" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5)
 for k in 1 2 3 4; do
     for _ in $(seq 50); do ssh "${ssh_opts[@]}" -o BatchMode=yes "root@10.80.0.$k" true 2>/dev/null && break; sleep 0.1; done
-    ssh "${ssh_opts[@]}" -o BatchMode=yes "root@10.80.0.$k" true || fail "sshd on 10.80.0.$k does not answer: $(cat "$dir/sshd.log")"
+    ssh "${ssh_opts[@]}" -o BatchMode=yes "root@10.80.0.$k" true || die "sshd on 10.80.0.$k does not answer: $(cat "$dir/sshd.log")"
 done
 q() { printf '"%s", ' "$@" | sed 's/, $//'; }
 cat >"$dir/inventory.toml" <<INV
@@ -105,26 +110,27 @@ INV
 
 # A bad inventory: refused, the key named, nothing started.
 sed '/port_iface/d' "$dir/inventory.toml" >"$dir/bad.toml"
-if err=$("$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --backend servers --inventory "$dir/bad.toml" 2>&1); then
-    fail "an inventory without [router] port_iface was accepted"
-fi
-[[ $err == *port_iface* ]] || fail "the error does not name port_iface: $err"
-echo "[servers] bad inventory refused: ${err##*: }"
+expect_fail "an inventory without [router] port_iface is refused, the key named" port_iface \
+    "$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --backend servers \
+    --inventory "$dir/bad.toml"
 
 before_cc=$(ip netns exec "$(N s0)" sysctl -n net.ipv4.tcp_congestion_control)
 had_bpf_dctcp=$(grep -cw bpf_dctcp /proc/sys/net/ipv4/tcp_available_congestion_control || true)
-"$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --backend servers \
-    --inventory "$dir/inventory.toml" --out "$dir/out" | sed 's/^/[servers] /'
-"$root/testbed/host/check_dctcp_incast.py" "$dir/out" servers
+check "DCTCP's 16-to-1 incast runs on the four machines over ssh" \
+    "$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --backend servers \
+    --inventory "$dir/inventory.toml" --out "$dir/out"
+check "the incast's checks hold (every flow completes, port full, queue near K, model beside it)" \
+    "$root/testbed/host/check_dctcp_incast.py" "$dir/out" servers
 # What the run leaves on the machines.
+default_cc() { [[ $(ip netns exec "$(N "$1")" sysctl -n net.ipv4.tcp_congestion_control) == "$before_cc" ]]; }
 for n in s0 s1 d; do
-    cc=$(ip netns exec "$(N "$n")" sysctl -n net.ipv4.tcp_congestion_control)
-    [[ $cc == "$before_cc" ]] || fail "machine $n's default CC is $cc after the run, was $before_cc"
+    check "machine $n's default CC is put back ($before_cc)" default_cc "$n"
 done
-! tc -n "$(N r)" qdisc show dev p0 | grep -q htb || fail "the port's HTB is still on the router's p0"
-[[ -z $(find "/tmp/xdcc-servers-test-$tag" -mindepth 1 2>/dev/null) ]] || fail "the run left files in its work_dir: $(find "/tmp/xdcc-servers-test-$tag" -mindepth 1 | head -3)"
+no_htb() { ! tc -n "$(N r)" qdisc show dev p0 | grep -q htb; }
+check "the port's HTB is removed from the router's p0" no_htb
+work_dir_empty() { [[ -z $(find "/tmp/xdcc-servers-test-$tag" -mindepth 1 2>/dev/null) ]]; }
+check "the run leaves no file in its work_dir (the copied xdcc is gone)" work_dir_empty
 rmdir "/tmp/xdcc-servers-test-$tag" 2>/dev/null || true
-if [[ $had_bpf_dctcp == 0 ]] && grep -qw bpf_dctcp /proc/sys/net/ipv4/tcp_available_congestion_control; then
-    fail "bpf_dctcp is still registered after the run"
-fi
-echo "[servers] ok: default CCs put back, port qdisc removed, xdcc removed, bpf_dctcp unregistered"
+bpf_dctcp_gone() { [[ $had_bpf_dctcp != 0 ]] || ! grep -qw bpf_dctcp /proc/sys/net/ipv4/tcp_available_congestion_control; }
+check "bpf_dctcp, registered by the run, is unregistered after it" bpf_dctcp_gone
+tap_done

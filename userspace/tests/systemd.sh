@@ -21,8 +21,12 @@
 # is unregistered afterwards if it was not there before.
 #   userspace/tests/systemd.sh   (root; installs systemd-container, debootstrap
 #                                 and dpkg-dev, downloads ~60 MB of .debs once)
+# Prints the test library's TAP lines (tests/lib/lib.sh) and "N passed, M
+# failed"; a root that cannot be built or booted ends it with an error.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../../tests/lib/lib.sh
+source "$root/tests/lib/lib.sh"
 X=$root/target/release/xdcc
 [[ $(id -u) == 0 ]] || { echo "systemd.sh: needs root" >&2; exit 2; }
 [[ -x $X ]] || { echo "systemd.sh: build first: cargo build --release -p xdcc" >&2; exit 2; }
@@ -42,20 +46,19 @@ cleanup() {
     if [[ ${XDCC_KEEP:-0} == 1 ]]; then echo "[systemd] kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
-fail() { echo "[systemd] FAIL: $*" >&2; [[ -s $work/nspawn.log ]] && tail -30 "$work/nspawn.log" >&2; exit 1; }
+die() { echo "[systemd] cannot run the root: $*" >&2; [[ -s $work/nspawn.log ]] && tail -30 "$work/nspawn.log" >&2; exit 1; }
 
 # The package, and an overlay of the cached root to install it into.
 deb=$("$root/packaging/deb/build.sh" "$work/deb")
-tags=$(lintian "$deb" 2>&1 | grep -v 'root privileges' || true)
-[[ -z $tags ]] || fail "lintian: $tags"
-echo "[systemd] ok: lintian is clean on $(basename "$deb")" >&2
+lintian_clean() { local tags; tags=$(lintian "$1" 2>&1 | grep -v 'root privileges' || true); echo "$tags"; [[ -z $tags ]]; }
+check "lintian is clean on $(basename "$deb")" lintian_clean "$deb"
 mnt=$work/root
 mkdir -p "$work/upper" "$work/ovl" "$mnt" "$work/out"
 mount -t overlay overlay -o "lowerdir=$rootfs,upperdir=$work/upper,workdir=$work/ovl" "$mnt" ||
     cp -a "$rootfs/." "$mnt/"
 nspawn() { systemd-nspawn -q -D "$mnt" --register=no --keep-unit --private-network "$@"; }
 echo "[systemd] dpkg -i $(basename "$deb") in the Debian root (offline)" >&2
-nspawn --bind-ro="$deb:/xdcc.deb" dpkg -i /xdcc.deb >"$work/dpkg.log" 2>&1 || fail "dpkg -i failed: $(cat "$work/dpkg.log")"
+nspawn --bind-ro="$deb:/xdcc.deb" dpkg -i /xdcc.deb >"$work/dpkg.log" 2>&1 || die "dpkg -i dieed: $(cat "$work/dpkg.log")"
 cat >"$mnt/etc/systemd/system/xdcc-probe.service" <<'UNIT'
 [Unit]
 Description=xdcc test probe (reports, then powers off)
@@ -117,28 +120,35 @@ echo "[systemd] booting the Debian root under systemd-nspawn (a real systemd as 
 timeout "${XDCC_NSPAWN_TIMEOUT:-180}" systemd-nspawn -q -D "$mnt" --register=no --keep-unit --private-network --boot \
     --capability=all --system-call-filter="bpf perf_event_open" \
     --bind=/sys/fs/bpf --bind="$work/out:/out" --bind-ro="$work/probe.sh:/probe.sh" >"$work/nspawn.log" 2>&1 \
-    || fail "systemd-nspawn exited with $?"
-[[ -s $work/out/result ]] || fail "the probe reported nothing"
+    || die "systemd-nspawn exited with $?"
+[[ -s $work/out/result ]] || die "the probe reported nothing"
 declare -A r
 while IFS='=' read -r k v; do r[$k]=$v; done <"$work/out/result"
-[[ ${r[done]:-} == yes ]] || fail "the probe did not finish: $(cat "$work/out/result")"
-want() { [[ ${r[$1]:-} == "$2" ]] || fail "$1 = '${r[$1]:-}', want '$2' ($3)"; echo "[systemd] ok: $3 ($1 = ${r[$1]})"; }
-want enabled "enabled enabled" "dpkg -i enabled both units"
-want verify ok "both units pass systemd-analyze verify$( [[ ${r[verify]} == ok ]] || echo ": $(cat "$work/out/verify.log")")"
-want apply_state active "xdcc.service ran at boot"
-want apply_result success "xdcc apply succeeded"
-want registered 1 "bpf_uno registered by the boot unit"
-want net 25000 "its network written"
-want k_bytes 31000 "its tunable written"
-want default_cc bpf_uno "the default CC set"
-want agent_state active "the agent runs"
-want agent_stats ok "the agent answers the CLI"
-want agent_nonewprivs 1 "under its hardening (NoNewPrivileges)"
-want restarted yes "killed, systemd restarted it"
-want agent_state_after active "and it is active again"
-want version "xdcc $(sed -n 's/^version = "\(.*\)"/\1/p' "$root/userspace/xdcc/Cargo.toml" | head -1)" "xdcc --version in the root"
-want check_rc 0 "xdcc check in the root: every CC has a backend$( [[ ${r[check_rc]} == 0 ]] || echo ": $(cat "$work/out/check.log")")"
-[[ ${r[man_pages]:-0} -gt 20 ]] || fail "man pages installed: ${r[man_pages]:-0}"
-echo "[systemd] ok: ${r[man_pages]} man pages installed (one per command and subcommand)"
-want purged_agent inactive "dpkg --purge stopped the agent"
-want purged_files 0 "and removed /usr/bin/xdcc, the units and /etc/xdcc"
+[[ ${r[done]:-} == yes ]] || die "the probe did not finish: $(cat "$work/out/result")"
+# is KEY VALUE [LOG]: the probe reported KEY = VALUE (else what it reported, and LOG).
+is() {
+    [[ ${r[$1]:-} == "$2" ]] && return 0
+    echo "$1 = '${r[$1]:-}', want '$2'"
+    [[ -z ${3:-} ]] || cat "$3"
+    return 1
+}
+check "dpkg -i enabled both units" is enabled "enabled enabled"
+check "both units pass systemd-analyze verify" is verify ok "$work/out/verify.log"
+check "xdcc.service ran at boot" is apply_state active
+check "xdcc apply succeeded" is apply_result success
+check "bpf_uno registered by the boot unit" is registered 1
+check "its network written" is net 25000
+check "its tunable written" is k_bytes 31000
+check "the default CC set" is default_cc bpf_uno
+check "the agent runs" is agent_state active
+check "the agent answers the CLI" is agent_stats ok "$work/out/stats.log"
+check "under its hardening (NoNewPrivileges)" is agent_nonewprivs 1
+check "killed, systemd restarted it" is restarted yes "$work/out/journal.log"
+check "and it is active again" is agent_state_after active
+check "xdcc --version in the root" is version "xdcc $(sed -n 's/^version = "\(.*\)"/\1/p' "$root/userspace/xdcc/Cargo.toml" | head -1)"
+check "xdcc check in the root: every CC has a backend" is check_rc 0 "$work/out/check.log"
+man_pages() { echo "man pages installed: ${r[man_pages]:-0}"; [[ ${r[man_pages]:-0} -gt 20 ]]; }
+check "one man page per command and subcommand (more than 20)" man_pages
+check "dpkg --purge stopped the agent" is purged_agent inactive "$work/out/purge.log"
+check "and removed /usr/bin/xdcc, the units and /etc/xdcc" is purged_files 0 "$work/out/purge.log"
+tap_done

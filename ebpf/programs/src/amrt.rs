@@ -7,7 +7,7 @@
 //! packets appear at their dequeue times: the TCX *ingress* of the next hop
 //! (e.g. the peer of a veth whose egress qdisc shapes the port), or the
 //! egress of a port without a queue of its own. The link is modelled as a
-//! line-rate serializer (`xdcc_common::amrt_step`): idle time is the time
+//! line-rate serializer (`xdcc_common::markers::amrt_step`): idle time is the time
 //! since the link finished the previous packets, so a shaper's burst of
 //! back-to-back packets followed by a gap is busy time, not spare capacity.
 //! State: one u64, the link's finish time in ns (48 bits; 0: no packet yet).
@@ -21,7 +21,7 @@ use aya_ebpf::{
     maps::Array,
     programs::TcContext,
 };
-use xdcc_common::{amrt_step, AmrtConfig, AmrtStats, AMRT_TIME_MASK};
+use xdcc_common::markers::{amrt_step, AmrtConfig, AmrtStats, AMRT_TIME_MASK};
 
 #[map]
 static AMRT_CFG: Array<AmrtConfig> = Array::with_max_entries(1, 0);

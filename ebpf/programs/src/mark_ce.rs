@@ -4,7 +4,7 @@
 use core::intrinsics::{atomic_xadd, AtomicOrdering};
 
 use aya_ebpf::{bindings::TC_ACT_UNSPEC, helpers::bpf_skb_ecn_set_ce, macros::{classifier, map}, maps::Array, programs::TcContext};
-use xdcc_common::{MarkCeConfig, MarkCeStats};
+use xdcc_common::markers::{MarkCeConfig, MarkCeStats};
 
 use crate::atomic_add;
 use crate::packet::{parse, ECN_CE};

@@ -24,7 +24,7 @@ use aya_ebpf::{
     maps::Array,
     programs::TcContext,
 };
-use xdcc_common::{
+use xdcc_common::markers::{
     judged_queue, link_phantom_step, packed_elapsed, mirror_step, phantom_mark, phantom_step, wire_level, wire_step, PhantomConfig, PhantomStats, INGRESS_WIRES,
 };
 

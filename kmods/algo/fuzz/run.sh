@@ -38,9 +38,9 @@ else
     toolchain=(); sanitizer=none
 fi
 
-# The CCs, from the one list (kmods/algo/src/lib.rs, CCS).
-ccs=${XDCC_FUZZ_CCS:-$(sed -n 's/^ *cc_spec!([a-z_]*::[A-Za-z]*, "tcp_\([a-z_]*\)".*/\1/p' "$root/kmods/algo/src/lib.rs")}
-[[ -n $ccs ]] || { echo "run.sh: no CC found in kmods/algo/src/lib.rs" >&2; exit 1; }
+# The CCs, from the crate's one list (CCS, printed by its `ccs` example).
+ccs=${XDCC_FUZZ_CCS:-$(cd "$root" && cargo run -q --locked -p xdcc-algo --example ccs | cut -d' ' -f1)}
+[[ -n $ccs ]] || { echo "run.sh: no CC from the algorithm crate's list" >&2; exit 1; }
 
 cd "$here"
 echo "[fuzz] building (sanitizer: $sanitizer)" >&2

@@ -344,7 +344,18 @@ impl CongestionControl for Gemini {
         }
     }
 
-    window_methods!();
+    fn cwnd(&self) -> u32 {
+        self.w.bytes()
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+    fn undo(&mut self, _p: &Params) {
+        self.w.undo();
+    }
+    fn hold_cwnd(&mut self, max_bytes: u32) {
+        self.w.hold(max_bytes);
+    }
     fn ssthresh(&self) -> u32 {
         self.w.ssthresh
     }

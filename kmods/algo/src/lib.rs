@@ -174,26 +174,6 @@ macro_rules! tunables {
     };
 }
 
-/// The `CongestionControl` methods of a window-based algorithm whose window
-/// is the `Window` in its field `w` (everything but `ssthresh`, which
-/// differs: SMaRTT has no slow start).
-macro_rules! window_methods {
-    () => {
-        fn cwnd(&self) -> u32 {
-            self.w.bytes()
-        }
-        fn pacing_rate(&self) -> Option<u64> {
-            None
-        }
-        fn undo(&mut self, _p: &Self::Params) {
-            self.w.undo();
-        }
-        fn hold_cwnd(&mut self, max_bytes: u32) {
-            self.w.hold(max_bytes);
-        }
-    };
-}
-
 pub mod amrt;
 pub mod dctcp;
 pub mod fixed;
@@ -237,6 +217,15 @@ pub struct CcSpec {
     pub tunables: &'static [&'static str],
     /// Names of the four values in the flow's `CcInfo` (`xdcc flows`).
     pub info_fields: [&'static str; 4],
+}
+
+/// One line of `xdcc cc known`: `name module ecn|no-ecn paper` (the line
+/// scripts read: `cargo run -p xdcc-algo --example ccs` prints the same).
+impl core::fmt::Display for CcSpec {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let ecn = if self.needs_ecn { "ecn" } else { "no-ecn" };
+        write!(f, "{} {} {} {}", self.name, self.module, ecn, self.paper)
+    }
 }
 
 /// What a CE mark means to an algorithm.

@@ -168,6 +168,11 @@ impl Pacing {
     pub const KNOBS: [&'static str; 2] = ["window_pacing_pct", "window_pacing_ss_pct"];
 }
 
+/// Size of a BPF CC's configuration map value (`struct xdcc_config` in
+/// kmods/bpf/shim.c, which kmods/bpf/build.sh sizes from this constant):
+/// every CC's [`Config`] fits it (checked below).
+pub const CONFIG_BYTES: usize = 256;
+
 /// The configuration of a BPF CC (its config map's value, written by
 /// `xdcc tunable set`): the algorithm's tunables, the window pacing ratios
 /// and the network they were derived from (only userspace reads `net`).
@@ -351,6 +356,13 @@ const _: () = assert!(fits_ca_priv::<super::oscar::Oscar>(), "OSCAR + adapter st
 const _: () = assert!(fits_ca_priv::<super::smartt::Smartt>(), "SMaRTT + adapter state exceed ICSK_CA_PRIV_SIZE");
 const _: () = assert!(fits_ca_priv::<super::amrt::Amrt>(), "AMRT + adapter state exceed ICSK_CA_PRIV_SIZE");
 const _: () = assert!(fits_ca_priv::<super::dctcp::Dctcp>(), "DCTCP + adapter state exceed ICSK_CA_PRIV_SIZE");
+
+const _: () = assert!(core::mem::size_of::<Config<super::uno::Params>>() <= CONFIG_BYTES);
+const _: () = assert!(core::mem::size_of::<Config<super::gemini::Params>>() <= CONFIG_BYTES);
+const _: () = assert!(core::mem::size_of::<Config<super::oscar::Params>>() <= CONFIG_BYTES);
+const _: () = assert!(core::mem::size_of::<Config<super::smartt::Params>>() <= CONFIG_BYTES);
+const _: () = assert!(core::mem::size_of::<Config<super::amrt::Params>>() <= CONFIG_BYTES);
+const _: () = assert!(core::mem::size_of::<Config<super::dctcp::Params>>() <= CONFIG_BYTES);
 
 const DEFAULT_MSS: u32 = 1460;
 

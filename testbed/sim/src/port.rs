@@ -26,7 +26,7 @@ pub enum Marking {
     /// AMRT anti-ECN (amrt-icpp20 §4.1): at dequeue, CE = "the link was idle
     /// for one MTU's transmission time before this packet" (eq. 2); the first
     /// AMRT queue on a path sets the mark, later ones AND it (eq. 3). The
-    /// same decision as the eBPF marker (`xdcc_common::amrt_step`).
+    /// same decision as the eBPF marker (`xdcc_common::markers::amrt_step`).
     Amrt,
 }
 

@@ -69,7 +69,7 @@ use crate::cc::{AnyCc, AnyParams, CcKind};
 use crate::scenario::{LossRecovery, Marking, RtoBackoff, Scenario};
 use crate::rng::Rng;
 use crate::topology::LossState;
-use xdcc_common::{amrt_step, AmrtConfig};
+use xdcc_common::markers::{amrt_step, AmrtConfig};
 use xdcc_multipath::{Balancer, BlockCode, BlockRx, RxOutcome};
 
 /// Algorithms see `sim time + CLOCK_BASE_NS`, like a kernel clock that has been

@@ -339,11 +339,7 @@ pub async fn run(cfg: AgentConfig) -> Result<()> {
     let mut bpf = ebpf::load_with(Some(cfg.max_open_flows))?;
     let logger = aya_log::EbpfLogger::init(&mut bpf).context("initialising aya-log")?;
     ebpf::set_config(&mut bpf, &cfg.reroute.to_bpf())?;
-    let policy = cfg.policy.iter().enumerate().map(|(i, e)| {
-        let (len, addr) = e.key().map_err(|m| anyhow::anyhow!("[[policy]] #{}: {m}", i + 1))?;
-        Ok((len, addr, e.value(i as u32 + 1)))
-    });
-    ebpf::policy_set(&mut bpf, &policy.collect::<Result<Vec<_>>>()?)?;
+    ebpf::policy_set(&mut bpf, &cfg.policy_entries().map_err(anyhow::Error::msg)?)?;
     if !cfg.policy.is_empty() {
         let avail = crate::kernel::read_sysctl("net/ipv4/tcp_available_congestion_control").unwrap_or_default();
         for (i, p) in cfg.policy.iter().enumerate() {

@@ -35,7 +35,7 @@ const PINS: [&str; 5] = ["link", "config", "flows", "trace", "trace_on"];
 const TRACE_PINS: [(&str, &str); 2] = [("xdcc_trace", "trace"), ("xdcc_trace_on", "trace_on")];
 
 /// Size of the configuration map's value (kmods/bpf/shim.c, entry.rs).
-const CONFIG_BYTES: usize = 256;
+use xdcc_algo::linux::CONFIG_BYTES;
 const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
 
 /// `uno` or `bpf_uno` → `uno`.

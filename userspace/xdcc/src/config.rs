@@ -116,6 +116,21 @@ impl PolicyEntry {
     }
 }
 
+impl AgentConfig {
+    /// The `[[policy]]` entries as the policy map holds them: LPM key
+    /// (prefix length, address) and value, numbered from 1 in file order.
+    pub fn policy_entries(&self) -> Result<Vec<(u32, [u8; 16], xdcc_common::CcPolicy)>, String> {
+        self.policy
+            .iter()
+            .zip(1..)
+            .map(|(e, n)| {
+                let (len, addr) = e.key().map_err(|m| format!("[[policy]] #{n}: {m}"))?;
+                Ok((len, addr, e.value(n)))
+            })
+            .collect()
+    }
+}
+
 impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
@@ -444,6 +459,12 @@ mod tests {
         assert_eq!((v.index, v.needs_ecn, &v.cc[..8]), (3, 1, &b"bpf_uno\0"[..]));
         assert_eq!(e("::/0", "cubic").value(1).needs_ecn, 0);
         assert_eq!(e("::/0", "dctcp").value(1).needs_ecn, 1);
+        // The file's entries, numbered from 1 in its order; a bad prefix is named by its number.
+        let mut cfg = AgentConfig { policy: vec![e("10.1.0.0/16", "bpf_uno"), e("::/0", "cubic")], ..Default::default() };
+        let got = cfg.policy_entries().unwrap();
+        assert_eq!(got.iter().map(|(len, _, v)| (*len, v.index)).collect::<Vec<_>>(), [(112, 1), (0, 2)]);
+        cfg.policy.push(e("10.0.0.1/8", "cubic"));
+        assert!(cfg.policy_entries().unwrap_err().starts_with("[[policy]] #3: "));
     }
 
     #[test]

@@ -9,7 +9,8 @@ use aya::{
     programs::{links::CgroupAttachMode, SchedClassifier, SockOps, TcAttachType},
     Ebpf, EbpfLoader,
 };
-use xdcc_common::{AmrtConfig, AmrtStats, Config, Counters, FlowKey, FlowStats, MarkCeConfig, MarkCeStats, PathHealth};
+use xdcc_common::markers::{AmrtConfig, AmrtStats, MarkCeConfig, MarkCeStats, PhantomConfig, PhantomStats};
+use xdcc_common::{Config, Counters, FlowKey, FlowStats, PathHealth};
 
 /// The object built by build.rs from ebpf/programs.
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/xdcc-ebpf.o"));
@@ -170,15 +171,15 @@ pub fn policy_set(bpf: &mut Ebpf, entries: &[(u32, [u8; 16], xdcc_common::CcPoli
 }
 
 /// Configures Uno's phantom-queue marker.
-pub fn phantom_set(bpf: &mut Ebpf, cfg: &xdcc_common::PhantomConfig) -> Result<()> {
-    let mut a: Array<&mut MapData, xdcc_common::PhantomConfig> =
+pub fn phantom_set(bpf: &mut Ebpf, cfg: &PhantomConfig) -> Result<()> {
+    let mut a: Array<&mut MapData, PhantomConfig> =
         Array::try_from(bpf.map_mut("PHANTOM_CFG").context("map PHANTOM_CFG")?)?;
     a.set(0, *cfg, 0)?;
     Ok(())
 }
 
-pub fn phantom_stats(bpf: &mut Ebpf) -> Result<xdcc_common::PhantomStats> {
-    let a: Array<&mut MapData, xdcc_common::PhantomStats> =
+pub fn phantom_stats(bpf: &mut Ebpf) -> Result<PhantomStats> {
+    let a: Array<&mut MapData, PhantomStats> =
         Array::try_from(bpf.map_mut("PHANTOM_STATS").context("map PHANTOM_STATS")?)?;
     Ok(a.get(&0, 0)?)
 }

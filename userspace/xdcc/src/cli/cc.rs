@@ -11,7 +11,8 @@ pub enum CcCmd {
     /// Available, allowed and default congestion controls.
     List,
     /// The congestion controls xdcc ships: name, module, whether they need
-    /// ECN, paper and tunables (one per line: `name module ecn|no-ecn paper`).
+    /// ECN, paper (one per line: `name module ecn|no-ecn paper`); with
+    /// --json also what marks mean to each, its tunables and presets.
     Known,
     /// Make NAME the default for new sockets (of a network namespace).
     Set {
@@ -64,14 +65,17 @@ pub fn run(c: CcCmd, ctx: &super::Ctx) -> Result<()> {
                 let v: Vec<_> = xdcc_algo::CCS
                     .iter()
                     .map(|c| {
+                        let presets: Vec<&str> =
+                            xdcc_algo::presets::PRESETS.iter().filter(|p| p.0 == c.name).map(|p| p.1).collect();
                         serde_json::json!({"name": c.name, "module": c.module, "needs_ecn": c.needs_ecn,
-                            "marks": c.marks.as_str(), "rate_based": c.rate_based, "paper": c.paper, "tunables": c.tunables, "info_fields": c.info_fields})
+                            "marks": c.marks.as_str(), "rate_based": c.rate_based, "paper": c.paper, "tunables": c.tunables,
+                            "presets": presets, "info_fields": c.info_fields})
                     })
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 for c in xdcc_algo::CCS.iter() {
-                    println!("{} {} {} {}", c.name, c.module, if c.needs_ecn { "ecn" } else { "no-ecn" }, c.paper);
+                    println!("{c}");
                 }
             }
         }

@@ -106,7 +106,7 @@ pub fn run_phantom(a: MarkPhantomArgs) -> Result<()> {
             bail!("switch profile {name} has no [phantom] section");
         };
         let size = p.phantom_size_bytes();
-        let cfg = xdcc_common::PhantomConfig::for_port(p.port.rate_mbit * 1_000_000, ph.drain_pct, size, ph.kmin_pct, ph.kmax_pct);
+        let cfg = xdcc_common::markers::PhantomConfig::for_port(p.port.rate_mbit * 1_000_000, ph.drain_pct, size, ph.kmin_pct, ph.kmax_pct);
         (cfg, p.port.rate_mbit, ph.feed)
     } else {
         let Some(rate_mbit) = rate_mbit else {
@@ -116,7 +116,7 @@ pub fn run_phantom(a: MarkPhantomArgs) -> Result<()> {
         if !(kmin_pct < kmax_pct && kmax_pct <= 100) {
             bail!("need --kmin-pct < --kmax-pct <= 100 (got {kmin_pct}, {kmax_pct})");
         }
-        let cfg = xdcc_common::PhantomConfig::for_port(rate_mbit * 1_000_000, drain_pct, size, kmin_pct, kmax_pct);
+        let cfg = xdcc_common::markers::PhantomConfig::for_port(rate_mbit * 1_000_000, drain_pct, size, kmin_pct, kmax_pct);
         (cfg, rate_mbit, xdcc_switch::PhantomFeed::Enqueue)
     };
     let cfg = match feed.unwrap_or(profile_feed) {
@@ -204,7 +204,7 @@ fn mark_ce_values(bpf: &mut aya::Ebpf) -> Result<Vec<metrics::MarkerValue>> {
     ])
 }
 
-async fn mark_phantom(iface: &str, cfg: xdcc_common::PhantomConfig, duration: Option<u64>, metrics: Option<String>) -> Result<()> {
+async fn mark_phantom(iface: &str, cfg: xdcc_common::markers::PhantomConfig, duration: Option<u64>, metrics: Option<String>) -> Result<()> {
     agent::check_interface(iface).await?;
     let mut bpf = ebpf::load()?;
     let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
@@ -250,7 +250,7 @@ async fn mark_amrt(
     metrics: Option<String>,
 ) -> Result<()> {
     agent::check_interface(iface).await?;
-    let cfg = xdcc_common::AmrtConfig::for_port(rate_mbit * 1_000_000, mtu, transit).map_err(failure::bad_value)?;
+    let cfg = xdcc_common::markers::AmrtConfig::for_port(rate_mbit * 1_000_000, mtu, transit).map_err(failure::bad_value)?;
     let mut bpf = ebpf::load()?;
     let _logger = aya_log::EbpfLogger::init(&mut bpf).ok();
     ebpf::amrt_set(&mut bpf, &cfg)?;
