@@ -34,9 +34,9 @@
 //!   `uno-artifact`) lets inter-DC flows read a shared queue as phantom and take several times
 //!   the intra-DC share (evidence: testbed/notes/2026-11-27-unocc-deviations.md#physical-queue-test).
 //! - **Gentle factor not compounded**: `MD_scale = 0.3` for each phantom-only epoch, as the
-//!   code does (its factor 0.35: `phantom_md_scale_q16`); the literal `MD_scale × 0.3`
-//!   (`cumulative_gentle_md = 1`) decays to 0 under a phantom queue that never empties and
-//!   freezes the flows (evidence: testbed/notes/2026-11-27-unocc-deviations.md#gentle-factor).
+//!   code does (its factor 0.35: `phantom_md_scale_q16`); the literal `MD_scale × 0.3` decays
+//!   to 0 under a phantom queue that never empties and freezes the flows, so it is not offered
+//!   (evidence: testbed/notes/2026-11-27-unocc-deviations.md#gentle-factor).
 //! - E's EWMA gain: code 1.0 (no smoothing), paper runs 0.65: default 0.65
 //!   (weight of the newest epoch), tunable (`ecn_ewma_gain_q16 = ONE` gives the
 //!   code's behaviour).
@@ -130,9 +130,6 @@ pub struct Params {
     pub max_md_q16: u32,
     /// Initial window as a multiple of the handshake BDP (1.0: line rate).
     pub init_bdp_q16: u32,
-    /// 1: the paper's literal `MD_scale *= 0.3` compounding over consecutive
-    /// phantom-only epochs; 0 (default): `MD_scale = 0.3` for each such epoch.
-    pub cumulative_gentle_md: u32,
     /// 1: the reference code's `aimd_phantom` (increase instead of cutting
     /// while E falls); 0 (default): Algorithm 1.
     pub aimd_phantom: u32,
@@ -193,7 +190,6 @@ impl Params {
                 qa_period_q16: ONE,
                 max_md_q16: ONE / 2,
                 init_bdp_q16: ONE,
-                cumulative_gentle_md: 0,
                 aimd_phantom: 0,
                 qa_vs_current: 0,
                 max_wnd_bdp_q16: 0,
@@ -221,7 +217,6 @@ impl Params {
         check("qa_period_q16", self.qa_period_q16 as u64, ONE as u64 / 4, 16 * ONE as u64)?;
         check("max_md_q16", self.max_md_q16 as u64, 1, ONE as u64 * 15 / 16)?;
         check("init_bdp_q16", self.init_bdp_q16 as u64, 0, 4 * ONE as u64)?;
-        check("cumulative_gentle_md", self.cumulative_gentle_md as u64, 0, 1)?;
         check("aimd_phantom", self.aimd_phantom as u64, 0, 1)?;
         check("qa_vs_current", self.qa_vs_current as u64, 0, 1)?;
         check("max_wnd_bdp_q16", self.max_wnd_bdp_q16 as u64, 0, 64 * ONE as u64)?;
@@ -256,8 +251,8 @@ pub struct Uno {
     /// E: EWMA of the per-epoch marked fraction, Q16 in 16 bits (1.0 is
     /// kept as 65535/65536: 2 bytes for the loss holdoff's high word).
     ecn_ewma_q16: u16,
-    /// MD_scale, Q16: 1.0 after physical-queue congestion, ×0.3 per
-    /// phantom-only congested epoch.
+    /// MD_scale, Q16: 1.0 after physical-queue congestion,
+    /// `phantom_md_scale_q16` (0.3) after a phantom-only congested epoch.
     /// (Kept as `ONE − MD_scale` in 16 bits: 1.0 and 0.3 exact, 0 read as
     /// 2⁻¹⁶; [`Self::md_scale_q16`].)
     md_scale_gap_q16: u16,
@@ -401,8 +396,7 @@ impl Uno {
         } else if self.epoch_marked > 0 && now >= self.holdoff_until_ns {
             if self.no_physical_queue(p) {
                 // Congestion in phantom queues only: gentle reduction.
-                let from = if p.cumulative_gentle_md != 0 { self.md_scale_q16() } else { ONE };
-                self.set_md_scale(sat_u32(mul_q16(from as u64, p.phantom_md_scale_q16)));
+                self.set_md_scale(p.phantom_md_scale_q16);
             } else {
                 self.set_md_scale(ONE);
             }
@@ -688,7 +682,7 @@ tunables!(Params {
     rate_bytes_per_sec: u64, mtu: u32, ai_bdp_ppm: u32, k_bytes: u32, epoch_ns: u32,
     ecn_ewma_gain_q16: u32, phantom_md_scale_q16: u32, queue_delay_tol_q16: u32,
     qa_beta_q16: u32, qa_scale_q16: u32, qa_period_q16: u32, max_md_q16: u32, init_bdp_q16: u32,
-    cumulative_gentle_md: u32, aimd_phantom: u32, qa_vs_current: u32, max_wnd_bdp_q16: u32,
+    aimd_phantom: u32, qa_vs_current: u32, max_wnd_bdp_q16: u32,
     queue_tol_own_rtt: u32, host_delay_gain_q16: u32, fast_increase_epochs: u32, qa_when_app_limited: u32,
     unpaced_at_line_rate: u32, qa_needs_mark: u32,
 });

@@ -265,7 +265,7 @@ where
 #[ignore = "needs root and a BPF-capable kernel: run by userspace/tests/netns.sh"]
 fn bpf_and_userspace_builds_agree_event_by_event() {
     let results = [
-        ("uno", check_cc::<uno::Uno>("uno", &[("k_bytes", 30_000), ("cumulative_gentle_md", 1), ("aimd_phantom", 1)])),
+        ("uno", check_cc::<uno::Uno>("uno", &[("k_bytes", 30_000), ("phantom_md_scale_q16", 22_938), ("aimd_phantom", 1)])),
         ("gemini", check_cc::<gemini::Gemini>("gemini", &[("beta_q16", 9830)])),
         ("oscar", check_cc::<oscar::Oscar>("oscar", &[("u_ai_q16", 131)])),
         ("smartt", check_cc::<smartt::Smartt>("smartt", &[("gamma_q16", 32768)])),
