@@ -72,9 +72,18 @@ pub struct Sk<'a, T: KernelCc> {
     _cc: PhantomData<T>,
 }
 
-// The kernel's CA private area is the size the algorithm crate sizes every
-// state for (`fits_ca_priv`), checked when the module is built.
-const _: () = assert!(bindings::ICSK_CA_PRIV_SIZE as usize == super::algo::ICSK_CA_PRIV_SIZE);
+/// The size of the field `field` points to, at compile time
+/// (`size_of_field(|s: &S| &s.f)`; the C side's `sizeof_field`).
+const fn size_of_field<S, F>(_field: fn(&S) -> &F) -> usize {
+    core::mem::size_of::<F>()
+}
+
+// The kernel's CA private area (`ICSK_CA_PRIV_SIZE`, a `sizeof_field` that
+// bindgen cannot export) is the size the algorithm crate sizes every state
+// for (`fits_ca_priv`): checked when the module is built.
+const _: () = assert!(
+    size_of_field(|c: &bindings::inet_connection_sock| &c.icsk_ca_priv) == super::algo::ICSK_CA_PRIV_SIZE
+);
 
 impl<'a, T: KernelCc> Sk<'a, T> {
     /// # Safety
