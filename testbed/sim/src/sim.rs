@@ -433,7 +433,90 @@ pub(crate) struct Flow {
     ack_wire: VecDeque<(u64, Pkt)>,
 }
 
+/// What a flow is given when it is made; the rest of [`Flow`] is its
+/// state before it starts.
+struct FlowSetup {
+    name: String,
+    group: String,
+    kind: CcKind,
+    params: usize,
+    path: Vec<u16>,
+    ect: bool,
+    hop_delay_ns: u64,
+    ack_delay_ns: u64,
+    host_rate_bps: f64,
+    rtt_ns: u64,
+    start_ns: u64,
+    stop_ns: Option<u64>,
+    size: Option<u64>,
+    data_bytes: Option<u64>,
+    /// The receiver's initial and largest window in bytes (none: unlimited).
+    receive_window: Option<(u64, u64)>,
+    routed: Option<Routed>,
+    ec: Option<FlowEc>,
+}
+
 impl Flow {
+    fn new(f: FlowSetup) -> Self {
+        let (rwnd, rwnd_max) = f.receive_window.unwrap_or((u64::MAX, u64::MAX));
+        Flow {
+            name: f.name,
+            group: f.group,
+            kind: f.kind,
+            params: f.params,
+            cc: None,
+            path: f.path,
+            ect: f.ect,
+            hop_delay_ns: f.hop_delay_ns,
+            ack_delay_ns: f.ack_delay_ns,
+            last_ack_arrival_ns: 0,
+            host_rate_bps: f.host_rate_bps,
+            rtt_ns: f.rtt_ns,
+            start_ns: f.start_ns,
+            stop_ns: f.stop_ns,
+            size: f.size,
+            data_bytes: f.data_bytes,
+            snd_nxt: 0,
+            delivered: 0,
+            inflight: 0,
+            outstanding: VecDeque::new(),
+            retx: VecDeque::new(),
+            nic_free_ns: 0,
+            first_hop_arrival_ns: 0,
+            next_pace_ns: 0,
+            wake_at: None,
+            rto_armed: false,
+            last_progress_ns: 0,
+            srtt_ns: f.rtt_ns as f64,
+            rto_backoffs: 0,
+            last_rtt_ns: 0,
+            sending: false,
+            started: false,
+            finish_ns: None,
+            losses: 0,
+            rtos: 0,
+            marked_acks: 0,
+            acks: 0,
+            rwnd,
+            rwnd_max,
+            cwnd_limited: false,
+            cwnd_usage_seq: 0,
+            max_inflight: 0,
+            routed: f.routed,
+            ec: f.ec,
+            rack_xmit_ns: 0,
+            rack_rtt_ns: 0,
+            reord_seen: false,
+            reo_wnd_steps: 1,
+            reo_wnd_step_at_ns: 0,
+            min_rtt_ns: u64::MAX,
+            last_rto_ns: 0,
+            rack_timer_at: None,
+            spurious: 0,
+            ack_wire: VecDeque::new(),
+        }
+    }
+
     /// After a send attempt: was the sender stopped by its congestion window?
     fn note_window_use(&mut self, cwnd_limited: bool) {
         let una = self.outstanding.front().map_or(self.snd_nxt, |s| s.seq);
@@ -568,15 +651,35 @@ impl NextHops {
     }
 }
 
-fn ns(ms_or_us: f64, scale: f64) -> u64 {
-    (ms_or_us * scale).round() as u64
+/// A routed network's routes: the nodes' ECMP salts, and per destination
+/// (as flows first need it) its distance table and equal-cost next hops.
+struct Routes {
+    salt: Vec<u64>,
+    dist: Vec<Vec<u16>>,
+    hops: Vec<NextHops>,
+    of_dst: std::collections::BTreeMap<u32, usize>,
 }
 
-impl Sim {
-    /// Builds the simulation of `sc` where every flow without its own `cc`
-    /// runs `kind`.
-    pub fn new(sc: &Scenario, kind: CcKind) -> Result<Self> {
-        sc.validate()?;
+/// What [`Sim::new`] assembles, in the order it draws from the scenario's
+/// random numbers (the salts, then each routed flow's balancer).
+struct Builder<'a> {
+    sc: &'a Scenario,
+    net: NetConfig,
+    /// The CC of flows without their own.
+    kind: CcKind,
+    /// Every CC some flow runs; `params[i]` is `kinds[i]`'s for i <
+    /// `kinds.len()`, then one per group with its own tunables.
+    kinds: Vec<CcKind>,
+    params: Vec<AnyParams>,
+    graph: Option<crate::topology::Graph>,
+    queues: Vec<Queue>,
+    rng: Rng,
+    routes: Routes,
+    flows: Vec<Flow>,
+}
+
+impl<'a> Builder<'a> {
+    fn new(sc: &'a Scenario, kind: CcKind) -> Result<Self> {
         let net: NetConfig = sc.net_config();
         let mut kinds: Vec<CcKind> = vec![kind];
         for f in &sc.flows {
@@ -587,11 +690,19 @@ impl Sim {
                 }
             }
         }
-        let mut params = kinds.iter().map(|&k| AnyParams::build(k, &net, &sc.params_of(k)?)).collect::<Result<Vec<_>>>()?;
-
+        let params = kinds.iter().map(|&k| AnyParams::build(k, &net, &sc.params_of(k)?)).collect::<Result<Vec<_>>>()?;
         let graph = sc.topology.as_ref().map(|t| t.build()).transpose()?;
+        let queues = Self::queues(sc, graph.as_ref(), kind)?;
+        let mut rng = Rng(sc.seed ^ 0x5EED_0F_5C3A_A210);
+        let salt: Vec<u64> = graph.as_ref().map_or(Vec::new(), |g| g.node_names.iter().map(|_| rng.next_u64()).collect());
+        let routes = Routes { salt, dist: Vec::new(), hops: Vec::new(), of_dst: Default::default() };
+        Ok(Self { sc, net, kind, kinds, params, graph, queues, rng, routes, flows: Vec::new() })
+    }
+
+    /// The scenario's queues in series, or its routed network's links.
+    fn queues(sc: &Scenario, graph: Option<&crate::topology::Graph>, kind: CcKind) -> Result<Vec<Queue>> {
         let mtu = sc.net.mtu;
-        let mut queues = match &graph {
+        let queues = match graph {
             None => sc
                 .queues_for(kind.name())
                 .into_iter()
@@ -615,186 +726,166 @@ impl Sim {
         if queues.len() > u16::MAX as usize {
             bail!("too many queues");
         }
+        Ok(queues)
+    }
 
-        let mut flows = Vec::new();
-        let mut rng = Rng(sc.seed ^ 0x5EED_0F_5C3A_A210);
-        // Routed networks: ECMP salts, and one distance table per destination.
-        let mut dist: Vec<Vec<u16>> = Vec::new();
-        let mut next_hops: Vec<NextHops> = Vec::new();
-        let mut dist_of: std::collections::BTreeMap<u32, usize> = Default::default();
-        let salt: Vec<u64> = graph.as_ref().map_or(Vec::new(), |g| g.node_names.iter().map(|_| rng.next_u64()).collect());
-        for (gi, g) in sc.flows.iter().enumerate() {
-            let k = g.cc.as_deref().map(CcKind::parse).transpose()?.unwrap_or(kind);
-            let mut pi = kinds.iter().position(|&x| x == k).expect("collected above");
-            if !g.params.is_empty() {
-                // This group's own tunables: the run's for its algorithm, then the group's.
-                let mut merged = sc.params_of(k)?;
-                merged.extend(g.params.iter().map(|(n, v)| (n.clone(), *v)));
-                params.push(AnyParams::build(k, &net, &merged).map_err(|e| anyhow::anyhow!("flows.{}.params: {e}", g.name))?);
-                pi = params.len() - 1;
-            }
-            // Queues in series by name; a routed network's links (a flow
-            // pinned to them) as `Graph::find_link` names them.
-            let path: Vec<u16> = match &graph {
-                None => g.path.iter().map(|n| queues.iter().position(|q| &q.name == n).expect("validated") as u16).collect(),
-                Some(gr) => g.path.iter().map(|n| gr.find_link(n).expect("validated") as u16).collect(),
-            };
-            // (A flow pinned to links: they are in the report.)
-            let pinned = graph.is_some() && !path.is_empty();
-            if pinned {
-                for &q in &path {
-                    queues[q as usize].report = true;
-                }
-            }
-            let hops = path.len() as u64 + 1;
-            let (rwnd, rwnd_max) = sc.receive_window.map_or((u64::MAX, u64::MAX), |w| {
-                ((w.init_kb * 1000.0).round() as u64, (w.max_kb * 1000.0).round() as u64)
-            });
-            let ends = match &graph {
-                Some(gr) if !pinned => crate::topology::endpoints(gr, g.count, g.src.as_deref(), g.dst.as_deref(), &g.pairs, sc.seed.wrapping_add(gi as u64)).map_err(|e| anyhow::anyhow!("flows.{}: {e}", g.name))?,
-                _ => Vec::new(),
-            };
-            let strategy = g.lb.as_ref().map_or(Ok(xdcc_multipath::Strategy::Ecmp), |l| l.strategy())?;
-            let code = g.ec.as_ref().map(|e| e.code()).transpose()?;
-            for i in 0..g.count {
-                let start = ns(g.start_ms, 1e6) + ns(g.start_spacing_us, 1e3) * i as u64;
-                let (mut rtt, mut routed, mut first_rate) = (ns(g.rtt_us, 1e3), None, 0.0);
-                if let (Some(gr), false) = (&graph, pinned) {
-                    let (src, dst) = ends[i as usize];
-                    let di = *dist_of.entry(dst).or_insert_with(|| {
-                        let d = gr.distances_to(dst);
-                        next_hops.push(NextHops::new(&gr.out, &queues, &d));
-                        dist.push(d);
-                        dist.len() - 1
-                    });
-                    if dist[di][src as usize] == u16::MAX {
-                        bail!("flows.{}: {} cannot reach {}", g.name, gr.node_names[src as usize], gr.node_names[dst as usize]);
-                    }
-                    let hash = Rng(sc.seed ^ (flows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).next_u64();
-                    // The base RTT along the entropy-0 path: propagation both
-                    // ways (ACKs are not serialized).
-                    let (mut node, mut prop) = (src, 0u64);
-                    while node != dst {
-                        let l = next_hops[di].pick(node, hash, 0, salt[node as usize]);
-                        prop += queues[l as usize].latency_ns;
-                        if first_rate == 0.0 {
-                            first_rate = queues[l as usize].rate_bps;
-                        }
-                        node = queues[l as usize].to_node;
-                    }
-                    rtt = 2 * prop;
-                    let mut draw = || (rng.next_u64() >> 32) as u32;
-                    let lb = Balancer::new(strategy, rtt, start, &mut draw);
-                    let dc = |n: u32| gr.node_names[n as usize].split('.').next().map(str::to_owned);
-                    let intra_dc = dc(src) == dc(dst);
-                    routed = Some(Routed { src, dst, dist: di, hash, lb, intra_dc });
-                } else {
-                    first_rate = queues[path[0] as usize].rate_bps;
-                }
-                // Propagation: routed flows meet their links' own delays on
-                // the way (and their sum back); a flow pinned to links meets
-                // the links' delays too, and the rest of half its RTT before
-                // its first queue (the other half on the way back); queues
-                // in series have none, the RTT is split over the hops.
-                let (hop_delay_ns, ack_delay_ns) = if routed.is_some() {
-                    (0, 0)
-                } else if pinned {
-                    let links: u64 = path.iter().map(|&q| queues[q as usize].latency_ns).sum();
-                    ((rtt / 2).saturating_sub(links), rtt - rtt / 2)
-                } else {
-                    (rtt / 2 / hops, rtt - rtt / 2 / hops * hops)
-                };
-                let host = g.host_rate_gbps.map_or(first_rate, |r| r * 1e9);
-                let data_bytes = g.size_kb.map(|s| (s * 1000.0).round().max(1.0) as u64);
-                let mut size = data_bytes;
-                let ec = code.map(|code| {
-                    // Whole MTU packets, parity on top (`size` is then what is sent).
-                    let data_packets = size.unwrap_or(0).div_ceil(mtu as u64);
-                    let blocks = code.blocks(data_packets);
-                    size = Some(code.packets(data_packets) * mtu as u64);
-                    FlowEc {
-                        code,
-                        data_packets,
-                        rx: vec![BlockRx::default(); blocks as usize],
-                        rx_complete: 0,
-                        tx_complete: vec![false; blocks as usize],
-                        nack_timeout_ns: ns(g.ec.as_ref().expect("code").nack_timeout_us, 1e3),
-                        retx_nack_timeout_ns: ns(g.ec.as_ref().expect("code").retx_nack_timeout_us(), 1e3),
-                        nacks: 0,
-                    }
-                });
-                flows.push(Flow {
-                    name: if g.count == 1 { g.name.clone() } else { format!("{}-{}", g.name, i) },
-                    group: g.name.clone(),
-                    kind: k,
-                    params: pi,
-                    cc: None,
-                    path: path.clone(),
-                    ect: g.ect,
-                    hop_delay_ns,
-                    ack_delay_ns,
-                    last_ack_arrival_ns: 0,
-                    host_rate_bps: host,
-                    rtt_ns: rtt,
-                    start_ns: start,
-                    stop_ns: g.stop_ms.map(|s| ns(s, 1e6)),
-                    size,
-                    data_bytes,
-                    snd_nxt: 0,
-                    delivered: 0,
-                    inflight: 0,
-                    outstanding: VecDeque::new(),
-                    retx: VecDeque::new(),
-                    nic_free_ns: 0,
-                    first_hop_arrival_ns: 0,
-                    next_pace_ns: 0,
-                    wake_at: None,
-                    rto_armed: false,
-                    last_progress_ns: 0,
-                    srtt_ns: rtt as f64,
-                    rto_backoffs: 0,
-                    last_rtt_ns: 0,
-                    sending: false,
-                    started: false,
-                    finish_ns: None,
-                    losses: 0,
-                    rtos: 0,
-                    marked_acks: 0,
-                    acks: 0,
-                    rwnd,
-                    rwnd_max,
-                    cwnd_limited: false,
-                    cwnd_usage_seq: 0,
-                    max_inflight: 0,
-                    routed,
-                    ec,
-                    rack_xmit_ns: 0,
-                    rack_rtt_ns: 0,
-                    reord_seen: false,
-                    reo_wnd_steps: 1,
-                    reo_wnd_step_at_ns: 0,
-                    min_rtt_ns: u64::MAX,
-                    last_rto_ns: 0,
-                    rack_timer_at: None,
-                    spurious: 0,
-                    ack_wire: VecDeque::new(),
-                });
+    /// The flows of group `g` (number `gi` in the file).
+    fn add_group(&mut self, gi: usize, g: &crate::scenario::FlowSpec) -> Result<()> {
+        let sc = self.sc;
+        let k = g.cc.as_deref().map(CcKind::parse).transpose()?.unwrap_or(self.kind);
+        let mut pi = self.kinds.iter().position(|&x| x == k).expect("collected above");
+        if !g.params.is_empty() {
+            // This group's own tunables: the run's for its algorithm, then the group's.
+            let mut merged = sc.params_of(k)?;
+            merged.extend(g.params.iter().map(|(n, v)| (n.clone(), *v)));
+            self.params.push(AnyParams::build(k, &self.net, &merged).map_err(|e| anyhow::anyhow!("flows.{}.params: {e}", g.name))?);
+            pi = self.params.len() - 1;
+        }
+        // Queues in series by name; a routed network's links (a flow
+        // pinned to them) as `Graph::find_link` names them.
+        let path: Vec<u16> = match &self.graph {
+            None => g.path.iter().map(|n| self.queues.iter().position(|q| &q.name == n).expect("validated") as u16).collect(),
+            Some(gr) => g.path.iter().map(|n| gr.find_link(n).expect("validated") as u16).collect(),
+        };
+        // (A flow pinned to links: they are in the report.)
+        let pinned = self.graph.is_some() && !path.is_empty();
+        if pinned {
+            for &q in &path {
+                self.queues[q as usize].report = true;
             }
         }
-        if flows.len() > u32::MAX as usize / 2 {
+        let ends = match &self.graph {
+            Some(gr) if !pinned => crate::topology::endpoints(gr, g.count, g.src.as_deref(), g.dst.as_deref(), &g.pairs, sc.seed.wrapping_add(gi as u64)).map_err(|e| anyhow::anyhow!("flows.{}: {e}", g.name))?,
+            _ => Vec::new(),
+        };
+        let strategy = g.lb.as_ref().map_or(Ok(xdcc_multipath::Strategy::Ecmp), |l| l.strategy())?;
+        let code = g.ec.as_ref().map(|e| e.code()).transpose()?;
+        for i in 0..g.count {
+            let start = ns(g.start_ms, 1e6) + ns(g.start_spacing_us, 1e3) * i as u64;
+            let (rtt, routed, first_rate) = if self.graph.is_some() && !pinned {
+                let (src, dst) = ends[i as usize];
+                let (rtt, first_rate, (dist, hash, intra_dc)) = self.route(&g.name, src, dst)?;
+                let mut draw = || (self.rng.next_u64() >> 32) as u32;
+                let lb = Balancer::new(strategy, rtt, start, &mut draw);
+                (rtt, Some(Routed { src, dst, dist, hash, lb, intra_dc }), first_rate)
+            } else {
+                (ns(g.rtt_us, 1e3), None, self.queues[path[0] as usize].rate_bps)
+            };
+            let (hop_delay_ns, ack_delay_ns) = self.propagation(&path, pinned, routed.is_some(), rtt);
+            let (size, data_bytes, ec) = self.sized(g, code)?;
+            let name = if g.count == 1 { g.name.clone() } else { format!("{}-{}", g.name, i) };
+            let host_rate_bps = g.host_rate_gbps.map_or(first_rate, |r| r * 1e9);
+            let flow = Flow::new(FlowSetup {
+                name,
+                group: g.name.clone(),
+                kind: k,
+                params: pi,
+                path: path.clone(),
+                ect: g.ect,
+                hop_delay_ns,
+                ack_delay_ns,
+                host_rate_bps,
+                rtt_ns: rtt,
+                start_ns: start,
+                stop_ns: g.stop_ms.map(|s| ns(s, 1e6)),
+                size,
+                data_bytes,
+                receive_window: sc.receive_window.map(|w| ((w.init_kb * 1000.0).round() as u64, (w.max_kb * 1000.0).round() as u64)),
+                routed,
+                ec,
+            });
+            self.flows.push(flow);
+        }
+        Ok(())
+    }
+
+    /// A routed flow from `src` to `dst`: its base RTT along the entropy-0
+    /// path (propagation both ways: ACKs are not serialized), its first
+    /// link's rate, and its route: the destination's distance table, the
+    /// flow's ECMP hash, whether it stays in one datacenter.
+    fn route(&mut self, group: &str, src: u32, dst: u32) -> Result<(u64, f64, (usize, u64, bool))> {
+        let gr = self.graph.as_ref().expect("routed flows have a graph");
+        let r = &mut self.routes;
+        let queues = &self.queues;
+        let di = *r.of_dst.entry(dst).or_insert_with(|| {
+            let d = gr.distances_to(dst);
+            r.hops.push(NextHops::new(&gr.out, queues, &d));
+            r.dist.push(d);
+            r.dist.len() - 1
+        });
+        if r.dist[di][src as usize] == u16::MAX {
+            bail!("flows.{group}: {} cannot reach {}", gr.node_names[src as usize], gr.node_names[dst as usize]);
+        }
+        let hash = Rng(self.sc.seed ^ (self.flows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).next_u64();
+        let (mut node, mut prop, mut first_rate) = (src, 0u64, 0.0);
+        while node != dst {
+            let l = r.hops[di].pick(node, hash, 0, r.salt[node as usize]);
+            prop += queues[l as usize].latency_ns;
+            if first_rate == 0.0 {
+                first_rate = queues[l as usize].rate_bps;
+            }
+            node = queues[l as usize].to_node;
+        }
+        let dc = |n: u32| gr.node_names[n as usize].split('.').next().map(str::to_owned);
+        Ok((2 * prop, first_rate, (di, hash, dc(src) == dc(dst))))
+    }
+
+    /// A flow's propagation delays before its first queue and on its ACK's
+    /// way back: routed flows meet their links' own delays on the way (and
+    /// their sum back); a flow pinned to links meets the links' delays too,
+    /// and the rest of half its RTT before its first queue (the other half
+    /// on the way back); queues in series have none, the RTT is split over
+    /// the hops.
+    fn propagation(&self, path: &[u16], pinned: bool, routed: bool, rtt: u64) -> (u64, u64) {
+        let hops = path.len() as u64 + 1;
+        if routed {
+            (0, 0)
+        } else if pinned {
+            let links: u64 = path.iter().map(|&q| self.queues[q as usize].latency_ns).sum();
+            ((rtt / 2).saturating_sub(links), rtt - rtt / 2)
+        } else {
+            (rtt / 2 / hops, rtt - rtt / 2 / hops * hops)
+        }
+    }
+
+    /// A flow's size: what it sends, its data and, with a code, its
+    /// blocks (whole MTU packets, parity on top: then it sends more than
+    /// its data).
+    fn sized(&self, g: &crate::scenario::FlowSpec, code: Option<BlockCode>) -> Result<(Option<u64>, Option<u64>, Option<FlowEc>)> {
+        let mtu = self.sc.net.mtu as u64;
+        let data_bytes = g.size_kb.map(|s| (s * 1000.0).round().max(1.0) as u64);
+        let Some(code) = code else { return Ok((data_bytes, data_bytes, None)) };
+        let spec = g.ec.as_ref().expect("a code comes from [ec]");
+        let data_packets = data_bytes.unwrap_or(0).div_ceil(mtu);
+        let blocks = code.blocks(data_packets);
+        let ec = FlowEc {
+            code,
+            data_packets,
+            rx: vec![BlockRx::default(); blocks as usize],
+            rx_complete: 0,
+            tx_complete: vec![false; blocks as usize],
+            nack_timeout_ns: ns(spec.nack_timeout_us, 1e3),
+            retx_nack_timeout_ns: ns(spec.retx_nack_timeout_us(), 1e3),
+            nacks: 0,
+        };
+        Ok((Some(code.packets(data_packets) * mtu), data_bytes, Some(ec)))
+    }
+
+    fn finish(self) -> Result<Sim> {
+        let sc = self.sc;
+        if self.flows.len() > u32::MAX as usize / 2 {
             bail!("too many flows");
         }
-
-        let (sized, n_flows) = (flows.iter().filter(|f| f.size.is_some()).count(), flows.len());
+        let (sized, n_flows) = (self.flows.iter().filter(|f| f.size.is_some()).count(), self.flows.len());
         let mut sim = Sim {
             now: 0,
             seq: 0,
             heap: BinaryHeap::new(),
-            queues,
-            flows,
-            params,
+            queues: self.queues,
+            flows: self.flows,
+            params: self.params,
             mtu: sc.net.mtu,
-            rng,
+            rng: self.rng,
             min_rto_ns: ns(sc.min_rto_us, 1e3),
             end_ns: ns(sc.duration_ms, 1e6),
             sample_ns: ns(sc.sample_interval_us, 1e3).max(1),
@@ -817,9 +908,9 @@ impl Sim {
             rto_intra_ns: sc.rto_intra_us.map(|r| ns(r, 1e3)),
             rto_window_cut: sc.rto_window_cut,
             rto_backoff: sc.rto_backoff,
-            salt,
-            hops: next_hops,
-            node_names: graph.as_ref().map_or(Vec::new(), |g| g.node_names.clone()),
+            salt: self.routes.salt,
+            hops: self.routes.hops,
+            node_names: self.graph.as_ref().map_or(Vec::new(), |g| g.node_names.clone()),
         };
         for i in 0..sim.flows.len() {
             let f = &sim.flows[i];
@@ -831,6 +922,25 @@ impl Sim {
         }
         sim.at(0, Ev::Sample);
         Ok(sim)
+    }
+}
+
+fn ns(ms_or_us: f64, scale: f64) -> u64 {
+    (ms_or_us * scale).round() as u64
+}
+
+impl Sim {
+    /// Builds the simulation of `sc` where every flow without its own `cc`
+    /// runs `kind`: the CCs' parameters, the queues (a routed network's
+    /// links), each flow group's flows with their routes, then the first
+    /// events.
+    pub fn new(sc: &Scenario, kind: CcKind) -> Result<Self> {
+        sc.validate()?;
+        let mut b = Builder::new(sc, kind)?;
+        for (gi, g) in sc.flows.iter().enumerate() {
+            b.add_group(gi, g)?;
+        }
+        b.finish()
     }
 
     /// A packet on its way (between queues, to its receiver, its ACK back).
