@@ -17,8 +17,11 @@
 #   - a bad inventory value (an unknown tunable) fails the template's
 #     validation and leaves every host's file as it was.
 # The three hosts share this machine's kernel, where a CC's registration is
-# kernel-wide (on a real fleet each host has its own): they share /sys/fs/bpf
-# so each sees the registration another made, and the play runs one host at
+# kernel-wide (on a real fleet each host has its own): they share this
+# machine's BPF filesystem at /sys/fs/bpf (mounted there first if it is not,
+# as systemd does at boot) so each sees the registration another made
+# (without it each host's xdcc mounts its own and finds the CC another
+# registered without its pins: "bpf_gemini is not loaded"), and the play runs one host at
 # a time (ANSIBLE_FORKS=1) so two hosts never register the same CC at once.
 # What the test registered is unregistered afterwards. Nothing is written
 # outside the test's directory but the root cache (ansible's own state
@@ -43,6 +46,7 @@ fi
 source "$root/userspace/tests/debian-root.sh"
 rootfs=$(debian_root)
 
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 tag=$$
 dir=$(mktemp -d /tmp/xdcc-ansible.XXXXXX)
 hosts=(h1 h2 h3)
