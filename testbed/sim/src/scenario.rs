@@ -624,20 +624,24 @@ impl Scenario {
         self.cc.iter().map(|s| CcKind::parse(s)).collect()
     }
 
-    /// Checks everything that serde cannot: ranges, names, references.
+    /// Checks everything that serde cannot: ranges, names, references, in
+    /// the order of the file's parts (the run, the CCs, the network, the
+    /// flows); the first problem is the error.
     pub fn validate(&self) -> Result<()> {
-        fn pos(what: &str, v: f64) -> Result<()> {
-            if !(v.is_finite() && v > 0.0) {
-                bail!("{what} must be a positive number, got {v}");
-            }
-            Ok(())
+        self.validate_run()?;
+        self.validate_ccs()?;
+        let (graph, names) = self.validate_network()?;
+        if self.flows.is_empty() {
+            bail!("define at least one [[flows]] group");
         }
-        fn frac(what: &str, v: f64) -> Result<()> {
-            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
-                bail!("{what} must be within [0, 1], got {v}");
-            }
-            Ok(())
+        for f in &self.flows {
+            self.validate_flow(f, graph.as_ref(), &names)?;
         }
+        Ok(())
+    }
+
+    /// The run: duration, sampling, measurement window, timers, host model.
+    fn validate_run(&self) -> Result<()> {
         pos("duration_ms", self.duration_ms)?;
         if self.duration_ms > 600_000.0 {
             bail!("duration_ms must be at most 600000 (10 simulated minutes)");
@@ -684,6 +688,11 @@ impl Scenario {
                 bail!("measure_to_ms must be within (measure_from_ms, duration_ms]");
             }
         }
+        Ok(())
+    }
+
+    /// The CCs named, their tunables and presets.
+    fn validate_ccs(&self) -> Result<()> {
         if self.cc.is_empty() {
             bail!("cc: name at least one algorithm");
         }
@@ -694,6 +703,13 @@ impl Scenario {
         for (k, name) in &self.presets {
             crate::cc::preset_tunables(CcKind::parse(k)?, name, &self.net_config())?;
         }
+        Ok(())
+    }
+
+    /// The network: a routed topology or queues in series, and the
+    /// per-CC queue overrides. Returns the routed network's links when a
+    /// flow is pinned to them, and the queues' names.
+    fn validate_network(&self) -> Result<(Option<crate::topology::Graph>, std::collections::BTreeSet<&str>)> {
         pos("net.link_rate_gbps", self.net.link_rate_gbps)?;
         pos("net.intra_rtt_us", self.net.intra_rtt_us)?;
         pos("net.inter_rtt_us", self.net.inter_rtt_us)?;
@@ -737,107 +753,137 @@ impl Scenario {
                 }
             }
         }
-        if self.flows.is_empty() {
-            bail!("define at least one [[flows]] group");
+        Ok((graph, names))
+    }
+
+    /// One flow group: where it goes (pinned to links, routed, or through
+    /// queues in series), then when it runs and what it sends.
+    fn validate_flow(&self, f: &FlowSpec, graph: Option<&crate::topology::Graph>, names: &std::collections::BTreeSet<&str>) -> Result<()> {
+        if let (Some(g), false) = (graph, f.path.is_empty()) {
+            Self::validate_pinned(f, g)?;
+        } else if let Some(t) = &self.topology {
+            Self::validate_routed(f, t)?;
+        } else {
+            Self::validate_in_series(f, names)?;
         }
-        for f in &self.flows {
-            if f.count == 0 || f.count > 10_000 {
-                bail!("flows.{}.count must be within 1..=10000", f.name);
+        if f.start_ms < 0.0 || f.start_spacing_us < 0.0 {
+            bail!("flows.{}: start times must not be negative", f.name);
+        }
+        if let Some(s) = f.stop_ms {
+            if s <= f.start_ms {
+                bail!("flows.{}.stop_ms must be after start_ms", f.name);
             }
-            if f.tm.is_some() {
-                bail!("flows.{}.tm: a connection matrix is read when a scenario file is loaded (Scenario::from_file)", f.name);
+        }
+        if let Some(sz) = f.size_kb {
+            pos(&format!("flows.{}.size_kb", f.name), sz)?;
+        }
+        if let Some(r) = f.host_rate_gbps {
+            pos(&format!("flows.{}.host_rate_gbps", f.name), r)?;
+        }
+        if let Some(c) = &f.cc {
+            CcKind::parse(c).with_context(|| format!("flows.{}.cc", f.name))?;
+        }
+        Ok(())
+    }
+
+    /// A flow pinned to links: they must exist and follow each other, and
+    /// its RTT must cover their delays.
+    fn validate_pinned(f: &FlowSpec, g: &crate::topology::Graph) -> Result<()> {
+        // Pinned to links: they must exist and follow each other,
+        // and the RTT must cover their delays.
+        if f.src.is_some() || f.dst.is_some() || !f.pairs.is_empty() || f.lb.is_some() || f.ec.is_some() {
+            bail!("flows.{}: a flow pinned to links (path) has no src, dst, pairs, lb or ec", f.name);
+        }
+        let mut one_way_ns = 0;
+        let mut at = None;
+        for name in &f.path {
+            let Some(l) = g.find_link(name) else {
+                bail!("flows.{}.path: no link {name:?} in the topology (a link name such as \"b.border->a.border#0\", or border0..)", f.name);
+            };
+            let l = &g.links[l];
+            if at.is_some_and(|n| n != l.from) {
+                bail!("flows.{}.path: {name:?} does not start where the link before it ends", f.name);
             }
-            if let (Some(g), false) = (&graph, f.path.is_empty()) {
-                // Pinned to links: they must exist and follow each other,
-                // and the RTT must cover their delays.
-                if f.src.is_some() || f.dst.is_some() || !f.pairs.is_empty() || f.lb.is_some() || f.ec.is_some() {
-                    bail!("flows.{}: a flow pinned to links (path) has no src, dst, pairs, lb or ec", f.name);
-                }
-                let mut one_way_ns = 0;
-                let mut at = None;
-                for name in &f.path {
-                    let Some(l) = g.find_link(name) else {
-                        bail!("flows.{}.path: no link {name:?} in the topology (a link name such as \"b.border->a.border#0\", or border0..)", f.name);
-                    };
-                    let l = &g.links[l];
-                    if at.is_some_and(|n| n != l.from) {
-                        bail!("flows.{}.path: {name:?} does not start where the link before it ends", f.name);
+            at = Some(l.to);
+            one_way_ns += l.latency_ns;
+        }
+        pos(&format!("flows.{}.rtt_us", f.name), f.rtt_us)?;
+        if f.rtt_us * 1e3 < 2.0 * one_way_ns as f64 {
+            bail!("flows.{}.rtt_us ({}) is less than twice its links' delays ({} us)", f.name, f.rtt_us, 2.0 * one_way_ns as f64 / 1e3);
+        }
+        Ok(())
+    }
+
+    /// A routed flow: its ends (src and dst, or pairs), load balancing and coding.
+    fn validate_routed(f: &FlowSpec, t: &crate::topology::TopologySpec) -> Result<()> {
+        if f.rtt_us != 0.0 {
+            bail!("flows.{}: a routed flow has src and dst, not rtt_us (its links make its RTT; a flow pinned to links gives path and rtt_us)", f.name);
+        }
+        if !f.pairs.is_empty() {
+            if f.src.is_some() || f.dst.is_some() || f.pairs.len() != f.count as usize {
+                bail!("flows.{}: pairs replace src and dst, one per flow (count = {})", f.name, f.pairs.len());
+            }
+            for pair in &f.pairs {
+                let Some((a, b)) = pair.split_once('>') else {
+                    bail!("flows.{}.pairs: {pair:?} is not \"src>dst\"", f.name);
+                };
+                for h in [a, b] {
+                    if !h.contains('.') {
+                        bail!("flows.{}.pairs: {h:?} is not a host (such as \"a.3\")", f.name);
                     }
-                    at = Some(l.to);
-                    one_way_ns += l.latency_ns;
-                }
-                pos(&format!("flows.{}.rtt_us", f.name), f.rtt_us)?;
-                if f.rtt_us * 1e3 < 2.0 * one_way_ns as f64 {
-                    bail!("flows.{}.rtt_us ({}) is less than twice its links' delays ({} us)", f.name, f.rtt_us, 2.0 * one_way_ns as f64 / 1e3);
-                }
-            } else if let Some(t) = &self.topology {
-                if f.rtt_us != 0.0 {
-                    bail!("flows.{}: a routed flow has src and dst, not rtt_us (its links make its RTT; a flow pinned to links gives path and rtt_us)", f.name);
-                }
-                if !f.pairs.is_empty() {
-                    if f.src.is_some() || f.dst.is_some() || f.pairs.len() != f.count as usize {
-                        bail!("flows.{}: pairs replace src and dst, one per flow (count = {})", f.name, f.pairs.len());
-                    }
-                    for pair in &f.pairs {
-                        let Some((a, b)) = pair.split_once('>') else {
-                            bail!("flows.{}.pairs: {pair:?} is not \"src>dst\"", f.name);
-                        };
-                        for h in [a, b] {
-                            if !h.contains('.') {
-                                bail!("flows.{}.pairs: {h:?} is not a host (such as \"a.3\")", f.name);
-                            }
-                            crate::topology::check_endpoint(t, h).with_context(|| format!("flows.{}.pairs", f.name))?;
-                        }
-                    }
-                } else {
-                    let (Some(src), Some(dst)) = (&f.src, &f.dst) else {
-                        bail!("flows.{}: a routed flow needs src and dst (a host such as \"a.3\" or a DC such as \"b\"), or pairs", f.name);
-                    };
-                    for h in [src, dst] {
-                        crate::topology::check_endpoint(t, h).with_context(|| format!("flows.{}", f.name))?;
-                    }
-                }
-                if let Some(lb) = &f.lb {
-                    lb.strategy().with_context(|| format!("flows.{}", f.name))?;
-                }
-                if let Some(ec) = &f.ec {
-                    ec.code().with_context(|| format!("flows.{}", f.name))?;
-                    if f.size_kb.is_none() {
-                        bail!("flows.{}: ec needs a sized flow (size_kb)", f.name);
-                    }
-                }
-            } else {
-                if f.src.is_some() || f.dst.is_some() || !f.pairs.is_empty() || f.lb.is_some() || f.ec.is_some() {
-                    bail!("flows.{}: src, dst, pairs, lb and ec need a [topology]", f.name);
-                }
-                pos(&format!("flows.{}.rtt_us", f.name), f.rtt_us)?;
-                if f.path.is_empty() {
-                    bail!("flows.{}.path must name at least one queue", f.name);
-                }
-                for q in &f.path {
-                    if !names.contains(q.as_str()) {
-                        bail!("flows.{}.path: no queue named {q:?}", f.name);
-                    }
+                    crate::topology::check_endpoint(t, h).with_context(|| format!("flows.{}.pairs", f.name))?;
                 }
             }
-            if f.start_ms < 0.0 || f.start_spacing_us < 0.0 {
-                bail!("flows.{}: start times must not be negative", f.name);
+        } else {
+            let (Some(src), Some(dst)) = (&f.src, &f.dst) else {
+                bail!("flows.{}: a routed flow needs src and dst (a host such as \"a.3\" or a DC such as \"b\"), or pairs", f.name);
+            };
+            for h in [src, dst] {
+                crate::topology::check_endpoint(t, h).with_context(|| format!("flows.{}", f.name))?;
             }
-            if let Some(s) = f.stop_ms {
-                if s <= f.start_ms {
-                    bail!("flows.{}.stop_ms must be after start_ms", f.name);
-                }
-            }
-            if let Some(sz) = f.size_kb {
-                pos(&format!("flows.{}.size_kb", f.name), sz)?;
-            }
-            if let Some(r) = f.host_rate_gbps {
-                pos(&format!("flows.{}.host_rate_gbps", f.name), r)?;
-            }
-            if let Some(c) = &f.cc {
-                CcKind::parse(c).with_context(|| format!("flows.{}.cc", f.name))?;
+        }
+        if let Some(lb) = &f.lb {
+            lb.strategy().with_context(|| format!("flows.{}", f.name))?;
+        }
+        if let Some(ec) = &f.ec {
+            ec.code().with_context(|| format!("flows.{}", f.name))?;
+            if f.size_kb.is_none() {
+                bail!("flows.{}: ec needs a sized flow (size_kb)", f.name);
             }
         }
         Ok(())
     }
+
+    /// A flow through queues in series, named by `path`.
+    fn validate_in_series(f: &FlowSpec, names: &std::collections::BTreeSet<&str>) -> Result<()> {
+        if f.src.is_some() || f.dst.is_some() || !f.pairs.is_empty() || f.lb.is_some() || f.ec.is_some() {
+            bail!("flows.{}: src, dst, pairs, lb and ec need a [topology]", f.name);
+        }
+        pos(&format!("flows.{}.rtt_us", f.name), f.rtt_us)?;
+        if f.path.is_empty() {
+            bail!("flows.{}.path must name at least one queue", f.name);
+        }
+        for q in &f.path {
+            if !names.contains(q.as_str()) {
+                bail!("flows.{}.path: no queue named {q:?}", f.name);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `what` is a positive, finite number.
+fn pos(what: &str, v: f64) -> Result<()> {
+    if !(v.is_finite() && v > 0.0) {
+        bail!("{what} must be a positive number, got {v}");
+    }
+    Ok(())
+}
+
+/// `what` is within [0, 1].
+fn frac(what: &str, v: f64) -> Result<()> {
+    if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+        bail!("{what} must be within [0, 1], got {v}");
+    }
+    Ok(())
 }
