@@ -57,8 +57,12 @@ section_phantom() {
     # at the port's rate cannot build the port's queue (its excess is on its
     # wire), so the mirror that marked its line-rate flow above stays quiet;
     # behind links 100x faster the burst arrives as at once and is marked.
+    # The phantom drains at the port's rate, so it holds what the port
+    # queues: cubic's sawtooth in the shaper's ~50 kB, marked from 5 kB on
+    # (from 20 kB, the sawtooth's time above it made 14 to 324 marks a run).
     for r in 50 5000; do
-        with_marker "$work/phi-$r.json" "$S" full mark-phantom --iface a0 --rate-mbit 50 --drain-pct 100 --size-bytes 100000 --ingress-rate-mbit $r
+        with_marker "$work/phi-$r.json" "$S" full mark-phantom --iface a0 --rate-mbit 50 --drain-pct 100 --size-bytes 100000 \
+            --kmin-pct 5 --kmax-pct 50 --ingress-rate-mbit $r
         log "ingress $r Mbit/s: $(head -1 "$work/phi-$r.json"); $(tail -1 "$work/phi-$r.json")"
     done
     check "ingress model: says so" eq "$(head -1 "$work/phi-50.json" | sed 's/.*, arrivals //')" "over ingress links of 6250000 B/s"
