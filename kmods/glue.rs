@@ -113,9 +113,9 @@ impl<'a, T: KernelCc> Sk<'a, T> {
     /// The per-socket CC state.
     fn flow(&mut self) -> &mut Flow<T::Algo> {
         const { assert!(linux::fits_ca_priv::<T::Algo>()) };
-        // SAFETY: the area holds an initialized `Flow<T::Algo>` (invariant),
-        // 8-byte aligned and large enough (checked above), and the socket is
-        // ours for `'a`; the borrow of `self` keeps it unique.
+        // (The area is 8-byte aligned and large enough: checked above.)
+        // SAFETY: it holds an initialized `Flow<T::Algo>` (invariant), the socket is ours for `'a`,
+        // and the borrow of `self` keeps the reference unique.
         unsafe { &mut *(bindings::inet_csk_ca(self.sk) as *mut Flow<T::Algo>) }
     }
 
