@@ -105,6 +105,22 @@ link() {
         ip -n "$1" addr add "$5" dev "$2" && ip -n "$3" addr add "$6" dev "$4"
     fi
 }
+# host_bridge NAME SUBNET ADDR: a bridge NAME<pid of this run> in the
+# host's own namespace with ADDR (e.g. 10.80.0.254/24) on SUBNET, echoed.
+# A run killed before its cleanup (SIGKILL, a session's end) leaves its
+# bridge holding the subnet, and the next run's route would lead to that
+# dead bridge: bridges NAME<pid> of runs no longer alive are removed first;
+# anything else routing SUBNET is not the suite's to touch, and fails.
+host_bridge() {
+    local name=$1 subnet=$2 addr=$3 link held
+    for link in $(ip -o link show type bridge | awk -F': ' '{print $2}' | grep -E "^$name[0-9]+\$"); do
+        [[ -d /proc/${link#"$name"} ]] || { ip link del "$link" && echo "removed bridge $link, left by a killed run" >&2; }
+    done
+    held=$(ip -o route show "$subnet")
+    [[ -z $held ]] || { echo "$subnet is already routed: $held" >&2; return 1; }
+    ip link add "$name$$" type bridge && ip addr add "$addr" dev "$name$$" && ip link set "$name$$" up || return 1
+    echo "$name$$"
+}
 # ns_cleanup: every namespace mkns made goes, with the processes in it
 # (daemons such as iperf3 -D die with it).
 ns_cleanup() {

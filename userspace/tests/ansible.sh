@@ -61,7 +61,7 @@ cleanup() {
         [[ -s $dir/nspawn-$h.pid ]] && kill -9 "$(cat "$dir/nspawn-$h.pid")" 2>/dev/null
         mountpoint -q "$dir/$h/root" && umount -l "$dir/$h/root"
     done
-    ip link del "xab$tag" 2>/dev/null
+    [[ -n ${bridge-} ]] && ip link del "$bridge" 2>/dev/null
     [[ -s $dir/cgroups ]] && while read -r d; do find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; done <"$dir/cgroups"
     for cc in uno gemini; do
         [[ " $before " == *" bpf_$cc "* ]] || "$X" cc unload "$cc" --bpf >/dev/null 2>&1
@@ -80,9 +80,7 @@ ssh-keygen -q -t ed25519 -N '' -C xdcc-ansible-test -f "$dir/id"
 
 # The hosts: 10.82.0.k on a bridge (10.82.0.254), each an overlay of the
 # cached root with its own host key and root's authorized key.
-ip link add "xab$tag" type bridge
-ip addr add 10.82.0.254/24 dev "xab$tag"
-ip link set "xab$tag" up
+bridge=$(host_bridge xab 10.82.0.0/24 10.82.0.254/24) || die "no bridge for the hosts"
 cgroup=/sys/fs/cgroup
 [[ -d /sys/fs/cgroup/unified ]] && cgroup=/sys/fs/cgroup/unified
 # Each container's systemd must own its cgroup tree (--keep-unit makes the
@@ -137,7 +135,7 @@ UNIT
     # systemd-nspawn --boot as in systemd.sh, its own network namespace
     # joined to the bridge by a veth (host0 inside, set up at boot above).
     (own_cgroup "xdcc-ansible-$tag-$h"; exec systemd-nspawn -q -D "$m/root" --register=no --keep-unit --boot \
-        -M "xa$tag-$h" --network-bridge="xab$tag" \
+        -M "xa$tag-$h" --network-bridge="$bridge" \
         --capability=all --system-call-filter="bpf perf_event_open" \
         --bind=/sys/fs/bpf) >"$dir/nspawn-$h.log" 2>&1 &
     echo $! >"$dir/nspawn-$h.pid"

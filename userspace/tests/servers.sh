@@ -32,23 +32,21 @@ N() { echo "xs$tag-$1"; }
 cleanup() {
     for f in "$dir"/sshd-*.pid; do [[ -s $f ]] && kill "$(cat "$f")" 2>/dev/null; done
     for n in "${names[@]}"; do ip netns del "$(N "$n")" 2>/dev/null || true; done
-    ip link del "xsb$tag" 2>/dev/null || true
+    [[ -z ${bridge-} ]] || ip link del "$bridge" 2>/dev/null || true
     rm -rf "$dir"
 }
 trap cleanup EXIT
 die() { echo "[servers] cannot set up the machines: $*" >&2; exit 1; }
 
 # Management network: a bridge in this namespace, 10.80.0.254; machine k at 10.80.0.k.
-ip link add "xsb$tag" type bridge
-ip addr add 10.80.0.254/24 dev "xsb$tag"
-ip link set "xsb$tag" up
+bridge=$(host_bridge xsb 10.80.0.0/24 10.80.0.254/24) || die "no management bridge"
 k=0
 for n in "${names[@]}"; do
     k=$((k + 1))
     ip netns add "$(N "$n")"
     ip -n "$(N "$n")" link set lo up
     ip link add "xsm$tag-$k" type veth peer m0 netns "$(N "$n")"
-    ip link set "xsm$tag-$k" master "xsb$tag" up
+    ip link set "xsm$tag-$k" master "$bridge" up
     ip -n "$(N "$n")" addr add "10.80.0.$k/24" dev m0
     ip -n "$(N "$n")" link set m0 up
 done
