@@ -19,7 +19,6 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import flowgen  # noqa: E402
 import netns  # noqa: E402
 import scenario as scen  # noqa: E402
 import topology  # noqa: E402
@@ -28,6 +27,8 @@ ROOT = topology.ROOT
 XDCC = os.environ.get("XDCC_BIN", os.path.join(ROOT, "target", "release", "xdcc"))
 # The testbed's own tools (sampler, sized flows): `xdcc-testbed`, beside it.
 XDCC_TESTBED = os.environ.get("XDCC_TESTBED_BIN", os.path.join(ROOT, "target", "release", "xdcc-testbed"))
+# The planner: every run's network and tunables (`xdcc-sim plan`).
+XDCC_SIM = os.environ.get("XDCC_SIM_BIN", os.path.join(ROOT, "target", "release", "xdcc-sim"))
 LONG_PORT0 = 5201
 
 
@@ -35,11 +36,12 @@ def log(*a):
     print(*a, flush=True)
 
 
-def load_cc(cc, t, extra, preset=None):
+def load_cc(cc, run, extra, preset=None):
     """Kernel side of a CC: load our module, tell it the network (link rate
-    and base RTTs, from which it derives its tunables), the time-scaled
-    tunables, its preset (`xdcc tunable preset`), then the scenario's own
-    tunables, validated by the CLI."""
+    and base RTTs, from which it derives its tunables) and what the plan
+    adds for it (`run["tunables"]`: Gemini's time-scaled K and T), its
+    preset (`xdcc tunable preset`), then the scenario's own tunables,
+    validated by the CLI."""
     if cc in scen.XDCC_CCS and not os.path.isdir(f"/sys/module/tcp_{cc}"):
         subprocess.run(["insmod", os.path.join(ROOT, "kmods", f"tcp_{cc}.ko")], check=True)
     # A namespace may only make an "allowed" CC its default (EPERM otherwise).
@@ -51,9 +53,7 @@ def load_cc(cc, t, extra, preset=None):
         f.write(" ".join(avail))
     if cc not in scen.XDCC_CCS:
         return {}
-    net = {"net_link_rate_mbps": t["dc"]["rate_mbit"], "net_intra_rtt_us": t["dc"]["intra_rtt_us"],
-           "net_inter_rtt_us": topology.inter_rtt_us(t), "net_mtu": 1500}
-    for k, v in list(net.items()) + list(time_scaled_tunables(cc, t).items()):
+    for k, v in list(run["net"].items()) + list(run["tunables"].get(cc, {}).items()):
         subprocess.run([XDCC, "tunable", "set", cc, k, str(v)], check=True, capture_output=True, text=True)
     if preset:
         subprocess.run([XDCC, "tunable", "preset", cc, preset], check=True, capture_output=True, text=True)
@@ -63,19 +63,15 @@ def load_cc(cc, t, extra, preset=None):
     return {"tunables": out}
 
 
-def time_scaled_tunables(cc, t):
-    """What the module cannot derive from the network it is told: BDPs in
-    bytes are the same as in the paper's network (rate / s x RTT x s), but a
-    threshold in packets per Gbit/s or in absolute time is not. Gemini's K
-    must be the DC switch's marking threshold, and its WAN-congestion delay
-    threshold T (5 ms in gemini-ton) stretches with the time scale."""
-    if cc != "gemini":
-        return {}
-    out = {"t_ns": 5_000_000 * t["time_scale"]}
-    k_pkts = topology.step_k_pkts(t)
-    if k_pkts:
-        out["k_bytes"] = k_pkts * 1500
-    return out
+def plans(path, ccs=None, duration=None, net=()):
+    """Every run's plan (`xdcc-sim plan`), in the runner's order: sweep
+    points, then `ccs` entries; `net`: topology overrides (KEY=VALUE)."""
+    argv = [XDCC_SIM, "plan", path] + (["--cc", ccs] if ccs else []) + (["--duration", str(duration)] if duration else [])
+    argv += [a for kv in net for a in ("--net", kv)]
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise scen.ScenarioError(f"xdcc-sim plan: {p.stderr.strip()}")
+    return json.loads(p.stdout)
 
 
 def process_ticks():
@@ -308,8 +304,9 @@ def qdisc_text(ports):
     return out
 
 
-def one_run(s, t, name, label, out, idx, total):
-    """One run of `ccs` entry `name` (a CC or a [variants] entry)."""
+def one_run(s, t, run, name, label, out, idx, total):
+    """One run of `ccs` entry `name` (a CC or a [variants] entry); `run` is
+    its plan."""
     run_id = name + (f"-{label}" if label else "")
     work = os.path.join(out, "raw", run_id + ".profiles")
     os.makedirs(work, exist_ok=True)
@@ -317,8 +314,9 @@ def one_run(s, t, name, label, out, idx, total):
     if profile:
         # A CC's own switch profile is used as shipped: no step-K override.
         t = topology.merge(t, {"dc": {"switch_profile": profile, "k_pkts": 0}})
+    net = run["network"]
     global _built
-    if _built and _built[0] == t:
+    if _built and _built[0] == net:
         # Same network as the last run: keep it (building costs ~1 min of
         # process spawns under TCG); its queues have drained meanwhile. The
         # run still records the profiles that stand.
@@ -328,68 +326,57 @@ def one_run(s, t, name, label, out, idx, total):
                 shutil.copy(os.path.join(_built[2], f), work)
         time.sleep(2)
     else:
-        applied = topology.build(t, work, XDCC, log)
-        _built = (t, applied, work)
-    cc_info = load_cc(cc, t, tunables, preset)
+        applied = topology.build(net, work, XDCC, log)
+        _built = (net, applied, work)
+    cc_info = load_cc(cc, run, tunables, preset)
     for c in {c.get("cc", cc) for c in s["cross"]} - {cc}:
-        load_cc(c, t, s["tunables"].get(c, {}), s["presets"].get(c))
+        load_cc(c, run, s["tunables"].get(c, {}), s["presets"].get(c))
     for h in topology.hosts(t):
         netns.sysctl(h, "net.ipv4.tcp_congestion_control", cc)
         netns.sysctl(h, "net.ipv4.tcp_no_metrics_save", 1)
         # Whether an RTO draws a new flow label (a new ECMP path): `reroute`.
         netns.sysctl(h, "net.core.txrehash", 0 if s["reroute"] == "single" else 1)
-    for c in s["cross"][:1]:
+    traffic = run["traffic"]
+    for c in traffic["cross"][:1]:
         # Cross traffic runs between the border routers. A listener accepts
         # ECN only if the SYN asks without ECT or its own CC needs ECN
         # (tcp_ecn_create_request), and a DCTCP-like sender's SYN is ECT: so
         # the receiving router's default CC is the cross traffic's (one CC
         # for all of it: scenario.py).
         for br in ("dc1br", "dc2br"):
-            netns.sysctl(br, "net.ipv4.tcp_congestion_control", c.get("cc", cc))
+            netns.sysctl(br, "net.ipv4.tcp_congestion_control", c["cc"])
     v6 = s["ipv6"]
     dur = s["duration_s"]
 
-    # Traffic plan.
+    # The plan's traffic: one iperf3 per long connection, one per cross
+    # traffic entry (from dc2br itself to dc1br's address on its WAN path,
+    # which only that path reaches), the sized flows by `xdcc-testbed flowgen`.
     flows, long_ports, senders = [], {}, set()
     port = LONG_PORT0
-    for grp in s["long"]:
-        for i, src in enumerate(grp["from"]):
-            start = grp.get("start_s", 0) + i * grp.get("start_step_s", 0)
-            for _ in range(grp.get("flows", 1)):
-                fid = len(flows)
-                flows.append({"id": fid, "kind": "long", "src": src, "dst": grp["to"], "port": port,
-                              "start_s": start, "stop_s": grp.get("stop_s", dur),
-                              "class": "intra" if topology.same_dc(src, grp["to"]) else "inter"})
-                long_ports[(src, port)] = fid
-                senders.add(src)
-                port += 1
-    for c in s["cross"]:
-        # Cross traffic: from dc2br itself to dc1br's address on one WAN
-        # path, which only that path reaches; one iperf3 of `flows` streams.
-        k = scen.wan_link(c["link"], t, "[[cross]]")
+    for grp in traffic["long"]:
+        for _ in range(grp["connections"]):
+            fid = len(flows)
+            flows.append({"id": fid, "kind": "long", "src": grp["src"], "dst": grp["dst"], "port": port,
+                          "start_s": grp["start_s"], "stop_s": grp["stop_s"], "class": grp["class"]})
+            long_ports[(grp["src"], port)] = fid
+            senders.add(grp["src"])
+            port += 1
+    for c in traffic["cross"]:
         flows.append({"id": len(flows), "kind": "cross", "src": "dc2br", "dst": "dc1br", "port": port,
-                      "addr": topology.wan_addr(k, 1, v6), "link": c["link"], "streams": c.get("flows", 1),
-                      "cc": c.get("cc", cc), "start_s": c.get("start_s", 0), "stop_s": c.get("stop_s", dur),
-                      "class": "inter"})
+                      "addr": topology.wan_addr(c["path"], 1, v6), "link": f"wan{c['path']}", "streams": c["streams"],
+                      "cc": c["cc"], "start_s": c["start_s"], "stop_s": c["stop_s"], "class": "inter"})
         port += 1
-    servers = {}
     events = []  # (time, kind, args): the long flows and cross traffic started, WAN paths failed or healed
     for f in flows:
         events.append((f["start_s"], "flow", f))
-    for e in s["events"]:
-        events.append((e["at_s"], e["action"], scen.wan_link(e["link"], t, "[[events]]")))
+    for e in traffic["events"]:
+        events.append((e["at_s"], e["action"], e["path"]))
     events.sort(key=lambda e: e[0])
     dead = set()  # WAN paths black-holed now
-    sized = []  # (time, (src, dst, size, kind)): sized flows, run by `xdcc-testbed flowgen`
-    for grp in s["incast"]:
-        for at in grp["at_s"]:
-            for src in grp["from"]:
-                sized.append((at, (src, grp["to"], grp["bytes"], "incast")))
-        servers[grp["to"]] = None
-    w = s.get("workload")
-    if w:
-        sized += workload_events(s, t, w, servers)
-    sized.sort(key=lambda e: e[0])
+    # (time, (src, dst, size, kind)): sized flows, run by `xdcc-testbed flowgen`
+    sized = sorted(((f["at_s"], (f["src"], f["dst"], f["bytes"], f["kind"])) for f in traffic["sized"]),
+                   key=lambda e: e[0])
+    servers = {dst: None for _, (_, dst, _, _) in sized}
     # The sampler's and the flow generator's files are scratch (the run's raw
     # JSON keeps their contents) and live on the guest's tmpfs, not on the
     # 9p-mounted output directory: a write there is a round trip to qemu's
@@ -496,7 +483,7 @@ def one_run(s, t, name, label, out, idx, total):
     raw = {
         "scenario": s["name"], "cc": name, "kernel_cc": cc, "label": label, "run_id": run_id, "started": wall0,
         "duration_s": dur, "sample_ms": s["sample_ms"], "ipv6": v6,
-        "topology": t, "inter_rtt_us": topology.inter_rtt_us(t), "ports": applied,
+        "topology": t, "inter_rtt_us": net["inter_rtt_us"], "ports": applied,
         "bottleneck": s["bottleneck"], "monitor": s["monitor"],
         "port_rates_mbit": {p: port_rate(applied, ns, dev) for p, ns, dev in ports},
         "cc_info": cc_info, "flows": flows,
@@ -517,7 +504,7 @@ def one_run(s, t, name, label, out, idx, total):
         f"sample gaps {raw['sample_gaps_ms']} ms)")
 
 
-_built = None  # (topology, applied ports, profile dir) of the network standing now
+_built = None  # (network plan, applied ports, profile dir) of the network standing now
 
 
 class Agent:
@@ -603,31 +590,6 @@ def port_rate(applied, ns, dev):
     return None
 
 
-def workload_events(s, t, w, servers):
-    """Poisson arrivals of sized flows; 1 - inter_fraction of them within a
-    DC (intra CDF), the rest to the other DC (inter CDF), offered load
-    `load` of the hosts' NIC capacity (as the HPCC/Uno generators define it)."""
-    rng = flowgen.new_rng(w.get("seed", 1))
-    hosts = w.get("hosts") or topology.hosts(t)
-    intra = flowgen.load_cdf(scen.workload_path(w.get("intra_cdf", "websearch_dctcp_hpcc.txt")))
-    inter = flowgen.load_cdf(scen.workload_path(w.get("inter_cdf", "alibaba_interdc_wan_2021_uno.txt")))
-    fi, si, se = w.get("inter_fraction", 0.2), w.get("intra_scale", 1.0), w.get("inter_scale", 1.0)
-    mean = (1 - fi) * flowgen.cdf_mean(intra) * si + fi * flowgen.cdf_mean(inter) * se
-    start, stop = w.get("start_s", 0), w.get("stop_s", s["duration_s"])
-    link_bps = t["dc"]["rate_mbit"] * 1e6 * len(hosts)
-    out = []
-    for at in flowgen.poisson_schedule(rng, stop - start, w["load"], link_bps, mean):
-        src = rng.choice(hosts)
-        d = topology.parse_host(src)[0]
-        want_inter = rng.random() < fi
-        cands = [h for h in hosts if h != src and (topology.parse_host(h)[0] != d) == want_inter]
-        if not cands:
-            continue
-        dst = rng.choice(cands)
-        size = max(1, int(flowgen.sample(inter if want_inter else intra, rng) * (se if want_inter else si)))
-        out.append((start + at, (src, dst, size, "workload")))
-        servers[dst] = None
-    return out
 
 
 def cmd_run(a):
@@ -636,29 +598,37 @@ def cmd_run(a):
     base = topology.load(s["topology_path"], s.get("net"))
     points = scen.sweep_values(s)
     total = len(points) * len(s["ccs"])
+    runs = plans(s["path"], ",".join(s["ccs"]), s["duration_s"])
+    if len(runs) != total:
+        raise scen.ScenarioError(f"the planner has {len(runs)} runs, the scenario {total}")
     with open(os.path.join(a.out, "scenario.json"), "w") as fh:
         json.dump({k: v for k, v in s.items()}, fh, indent=1)
+    with open(os.path.join(a.out, "plan.json"), "w") as fh:
+        json.dump(runs, fh, indent=1)
     idx = 0
     for i, over in enumerate(points):
         t, sv = scen.at_point(s, base, over)
         for cc in s["ccs"]:
+            run, label = runs[idx], scen.sweep_label(s, i)
+            if (run["entry"], run["label"]) != (cc, label):
+                raise scen.ScenarioError(f"run {idx + 1}: the planner's is {run['entry']} {run['label']}, the scenario's {cc} {label}")
             idx += 1
-            one_run(sv, t, cc, scen.sweep_label(s, i), a.out, idx, total)
+            one_run(sv, t, run, cc, label, a.out, idx, total)
     topology.teardown()
     log(f"[tb] all {total} runs done")
 
 
 def cmd_topo_test(a):
     s = scen.load(a.scenario)
-    t = topology.load(s["topology_path"], s.get("net"))
     # Four WAN paths marking ECN at K (an eBPF marker per WAN port: their
     # netem cannot mark), as h-wan-multipath runs them.
-    t = topology.merge(t, {"wan_paths": 4, "wan": {"border_profile": "dc-gemini"}})
+    # (dctcp: an entry without a switch profile of its own.)
+    net = plans(s["path"], "dctcp", net=["wan_paths=4", "wan.border_profile=dc-gemini"])[0]["network"]
     work = "/tmp/xdcc-topo-test"
     os.makedirs(work, exist_ok=True)
-    applied = topology.build(t, work, XDCC, log)
+    applied = topology.build(net, work, XDCC, log)
     fails = 0
-    for ok, desc in topology.verify(t):
+    for ok, desc in topology.verify(net):
         log(("PASS: " if ok else "FAIL: ") + "topology: " + desc)
         fails += not ok
     marked = [a for a in applied if a["wan_marker"]]
@@ -685,7 +655,7 @@ def cmd_topo_test(a):
             log(("PASS: " if ok.returncode == 0 else "FAIL: ") + f"topology: {src} reaches {dst} "
                 f"over IPv{6 if v6 else 4} (rtt min/avg/max {rtt})")
             fails += ok.returncode != 0
-    topology.teardown(t)
+    topology.teardown()
     left = [ns for ns in netns.existing() if ns.startswith("dc")]
     log(("PASS: " if not left else "FAIL: ") + "topology: teardown removes every namespace")
     fails += bool(left)
@@ -695,11 +665,11 @@ def cmd_topo_test(a):
 def cmd_capacity(a):
     """The VM's forwarding capacity through the full inter-DC path."""
     s = scen.load("a-rtt-fairness")
-    t = topology.load(s["topology_path"], {"dc": {"rate_mbit": 10000, "uplink_rate_mbit": 10000},
-                                           "wan": {"rate_mbit": 10000, "inter_intra_ratio": 4}})
+    net = plans(s["path"], "dctcp", net=["dc.rate_mbit=10000", "dc.uplink_rate_mbit=10000",
+                                             "wan.rate_mbit=10000", "wan.inter_intra_ratio=4"])[0]["network"]
     work = "/tmp/xdcc-capacity"
     os.makedirs(work, exist_ok=True)
-    topology.build(t, work, XDCC, log)
+    topology.build(net, work, XDCC, log)
     res = {}
     for name, src, n in (("intra-1", "dc1h2", 1), ("inter-1", "dc2h1", 1), ("inter-4", "dc2h1", 4)):
         srv = netns.popen("dc1h1", ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL)
@@ -712,7 +682,7 @@ def cmd_capacity(a):
             bps = 0
         res[name] = round(bps / 1e6, 1)
         log(f"[tb] capacity {name}: {res[name]} Mbit/s")
-    topology.teardown(t)
+    topology.teardown()
     with open(os.path.join(a.out, "capacity.json"), "w") as fh:
         json.dump(res, fh)
 

@@ -17,6 +17,7 @@ mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod testbed;
+pub mod testbed_plan;
 pub mod topology;
 
 use std::path::Path;

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -72,20 +72,26 @@ enum Cmd {
     },
     /// Check a scenario file and print it back normalized.
     Check { scenario: PathBuf },
-    /// Print the real-kernel plan of a simulator scenario for one CC as
-    /// JSON (testbed/host/run.py runs it on this host's kernel, real servers
-    /// or the qemu VM): the port, its eBPF marker and every group's tunables
-    /// in absolute values.
+    /// Print the real-kernel plan of a scenario as JSON, every value
+    /// derived. A simulator scenario, for one CC (testbed/host/run.py runs
+    /// it on this host's kernel, real servers or the qemu VM): the port,
+    /// its eBPF marker and every group's tunables. A 2-DC testbed scenario
+    /// (testbed/scenarios/), for each run (CC entry and sweep point):
+    /// namespaces, links, routes, every port's profile, markers and
+    /// tunables (testbed/runner/guest.py builds it in the VM).
     Plan {
         scenario: PathBuf,
         /// An xdcc CC (run as bpf_<cc>, or as the module tcp_<cc> with
-        /// --backend vm) or a kernel CC (cubic, bbr, ...).
+        /// --backend vm) or a kernel CC (cubic, bbr, ...); required for a
+        /// simulator scenario. For a testbed scenario: the `ccs` entries to
+        /// plan, comma-separated (default: the file's).
         #[arg(long)]
-        cc: String,
+        cc: Option<String>,
         /// Where the plan runs: host and servers run BPF CCs in real time;
         /// vm runs the modules, slowed by --time-scale.
-        #[arg(long, value_parser = ["host", "servers", "vm"], default_value = "host")]
-        backend: String,
+        /// (default: host; a testbed scenario's is vm.)
+        #[arg(long, value_parser = ["host", "servers", "vm"])]
+        backend: Option<String>,
         /// How many times slower than the scenario the executor runs: every
         /// time times it, every rate divided by it, bytes as they are
         /// (default: 1, and 20 for vm, the qemu guest's).
@@ -98,6 +104,10 @@ enum Cmd {
         /// for `run`.
         #[arg(long, value_name = "S", value_parser = clap::value_parser!(u64).range(1..=3600))]
         duration: Option<u64>,
+        /// A testbed scenario's topology key, over its [net] (e.g.
+        /// `wan_paths=4`, `dc.rate_mbit=10000`); repeatable.
+        #[arg(long, value_name = "KEY=VALUE")]
+        net: Vec<String>,
     },
 }
 
@@ -200,15 +210,28 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Cmd::Plan { scenario, cc, set, backend, time_scale, duration } => {
+        Cmd::Plan { scenario, cc, set, backend, time_scale, duration, net } => {
             let text = std::fs::read_to_string(&scenario).map_err(|e| anyhow::anyhow!("reading {}: {e}", scenario.display()))?;
             if xdcc_sim::testbed::is_testbed_format(&text) {
-                anyhow::bail!("{}: a 2-DC testbed scenario runs in the VM (testbed/run.sh); the host backend runs simulator scenarios with one bottleneck", scenario.display());
+                if !set.is_empty() || time_scale.is_some() || backend.as_deref().is_some_and(|b| b != "vm") {
+                    anyhow::bail!("{}: a 2-DC testbed scenario runs in the VM (--backend vm; its topology sets the time scale, its [tunables] the tunables)", scenario.display());
+                }
+                let ccs: Vec<String> = cc.iter().flat_map(|c| c.split(',')).map(str::to_string).collect();
+                let (mut tb, dir) = testbed_with(&scenario, &ccs, duration)?;
+                for kv in &net {
+                    net_override(&mut tb, kv).with_context(|| format!("--net {kv}"))?;
+                }
+                println!("{}", serde_json::to_string_pretty(&tb.plans(&dir)?)?);
+                return Ok(());
             }
+            if !net.is_empty() {
+                anyhow::bail!("--net is for a 2-DC testbed scenario (testbed/scenarios/)");
+            }
+            let cc = cc.ok_or_else(|| anyhow::anyhow!("--cc is required for a simulator scenario"))?;
             let mut sc = xdcc_sim::Scenario::from_file(&scenario)?;
             set_duration(&mut sc, duration)?;
             apply_sets(&mut sc, &set)?;
-            let mut ex = if backend == "vm" { xdcc_sim::plan::Executor::VM } else { xdcc_sim::plan::Executor::HOST };
+            let mut ex = if backend.as_deref() == Some("vm") { xdcc_sim::plan::Executor::VM } else { xdcc_sim::plan::Executor::HOST };
             if let Some(t) = time_scale {
                 ex.time_scale = t;
             }
@@ -260,7 +283,10 @@ fn stem(p: &std::path::Path) -> String {
 
 /// A testbed scenario: every `ccs` entry (or those of `--cc`) at every sweep
 /// point, `seeds` seeds each, as the testbed report's metrics.
-fn run_testbed(path: &std::path::Path, cc: &[String], out: Option<&std::path::Path>, json: bool, set: &[String], seeds: u32, duration: Option<u64>) -> Result<()> {
+/// A testbed scenario with `--duration` and `--cc` applied: the runs'
+/// entries, each a CC of `ccs`, a [variants] entry (which `ccs` need not
+/// list) or any xdcc CC, as the testbed runner takes them.
+fn testbed_with(path: &std::path::Path, cc: &[String], duration: Option<u64>) -> Result<(xdcc_sim::testbed::TestbedScenario, PathBuf)> {
     let (mut tb, dir) = xdcc_sim::testbed::TestbedScenario::from_file(path)?;
     if let Some(d) = duration {
         tb.duration_s = d;
@@ -276,6 +302,33 @@ fn run_testbed(path: &std::path::Path, cc: &[String], out: Option<&std::path::Pa
         }
         tb.ccs = cc.to_vec();
     }
+    Ok((tb, dir))
+}
+
+/// `--net KEY=VALUE` on a testbed scenario: KEY (`wan_paths`, `dc.rate_mbit`)
+/// set in its [net], VALUE read as TOML (a bare word is a string); the
+/// topology checks both when the runs are planned.
+fn net_override(tb: &mut xdcc_sim::testbed::TestbedScenario, kv: &str) -> Result<()> {
+    let (key, value) = kv.split_once('=').ok_or_else(|| anyhow::anyhow!("expected KEY=VALUE"))?;
+    let value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(value.to_string())),
+        Err(_) => toml::Value::String(value.to_string()),
+    };
+    let net = tb.net.get_or_insert_with(toml::Table::new);
+    match key.split_once('.') {
+        None => {
+            net.insert(key.to_string(), value);
+        }
+        Some((sec, k)) => {
+            let t = net.entry(sec).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            t.as_table_mut().ok_or_else(|| anyhow::anyhow!("'{sec}' is not a table"))?.insert(k.to_string(), value);
+        }
+    }
+    Ok(())
+}
+
+fn run_testbed(path: &std::path::Path, cc: &[String], out: Option<&std::path::Path>, json: bool, set: &[String], seeds: u32, duration: Option<u64>) -> Result<()> {
+    let (tb, dir) = testbed_with(path, cc, duration)?;
     let mut points = tb.points(&stem(path), &dir)?;
     for p in &mut points {
         if let Some(sc) = &mut p.scenario {

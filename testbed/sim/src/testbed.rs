@@ -3,8 +3,8 @@
 //! (`testbed/topologies/*.toml`), the switch profile of every port
 //! (`switch-config/profiles`), the CCs, the traffic and a sweep; this module
 //! builds, per `ccs` entry and sweep point, the simulator's [`Scenario`] of
-//! exactly that network, the same way the runner builds the namespaces
-//! (`testbed/runner/topology.py`, `guest.py`):
+//! exactly that network, and the plan the VM's executor builds it from
+//! ([`crate::testbed_plan`]):
 //!
 //! ```text
 //!   src eth0 (netem: DC rate, host buffer)
@@ -15,10 +15,10 @@
 //!
 //! Every queue a flow crosses is modelled with its port's profile (rate,
 //! buffer, marking, phantom queue, AMRT marker, WAN loss) after the
-//! topology's `time_scale` (per-Gbit/s buffers and K taken at the paper's
-//! rate, as `derive_profile` does); propagation delay is the flow's base RTT
+//! topology's `time_scale`: the profile the plan applies to that port
+//! (`testbed_plan::derived_profile`); propagation delay is the flow's base RTT
 //! (intra or inter). The CC is told the network the module is told
-//! (`net_*` tunables), plus the runner's time-scaled tunables and the
+//! (`net_*` tunables), plus the plan's time-scaled tunables and the
 //! scenario's own.
 //!
 //! With several WAN paths (`wan_paths`), a path failing (`[[events]]`) or
@@ -53,6 +53,7 @@ use xdcc_switch::{Marking as SwMarking, Profile};
 
 use crate::cc::CcKind;
 use crate::scenario::{FlowSpec, LbSpec, Marking, NetSpec, Phantom, QueueSpec, RtoBackoff, Scenario};
+use crate::testbed_plan::{CrossFlow, LongFlow, PathEvent, RunPlan, SizedFlow, Traffic};
 use crate::topology::{Failure, LossModel, TopologyKind, TopologySpec};
 use crate::RunReport;
 
@@ -306,25 +307,25 @@ fn one_u64() -> u64 {
 /// The topology after defaults and overrides (`topology.py`'s DEFAULTS).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Topology {
+pub(crate) struct Topology {
     #[serde(default)]
     #[allow(dead_code)]
-    description: String,
+    pub(crate) description: String,
     #[serde(default = "default_hosts")]
-    hosts_per_dc: u32,
+    pub(crate) hosts_per_dc: u32,
     #[serde(default = "one_u32")]
-    wan_paths: u32,
+    pub(crate) wan_paths: u32,
     #[serde(default)]
     #[allow(dead_code)]
-    gso: bool,
+    pub(crate) gso: bool,
     /// Linux's delayed ACKs on the hosts (the testbed's default); the model's
     /// receivers ACK every segment, i.e. `delayed_acks = false`.
     #[serde(default = "yes")]
-    delayed_acks: bool,
+    pub(crate) delayed_acks: bool,
     #[serde(default = "default_time_scale")]
-    time_scale: u64,
-    dc: DcSpec,
-    wan: WanSpec,
+    pub(crate) time_scale: u64,
+    pub(crate) dc: DcSpec,
+    pub(crate) wan: WanSpec,
 }
 
 fn default_hosts() -> u32 {
@@ -342,19 +343,19 @@ fn default_time_scale() -> u64 {
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct DcSpec {
+pub(crate) struct DcSpec {
     #[serde(default = "default_dc_rate")]
-    rate_mbit: u64,
+    pub(crate) rate_mbit: u64,
     #[serde(default = "default_uplink_rate")]
-    uplink_rate_mbit: u64,
+    pub(crate) uplink_rate_mbit: u64,
     #[serde(default = "default_intra_rtt")]
-    intra_rtt_us: u64,
+    pub(crate) intra_rtt_us: u64,
     #[serde(default = "default_switch_profile")]
-    switch_profile: String,
+    pub(crate) switch_profile: String,
     #[serde(default = "default_host_buffer")]
-    host_buffer_pkts: u64,
+    pub(crate) host_buffer_pkts: u64,
     #[serde(default)]
-    k_pkts: u64,
+    pub(crate) k_pkts: u64,
 }
 
 fn default_dc_rate() -> u64 {
@@ -375,13 +376,13 @@ fn default_host_buffer() -> u64 {
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct WanSpec {
+pub(crate) struct WanSpec {
     #[serde(default = "default_wan_rate")]
-    rate_mbit: u64,
+    pub(crate) rate_mbit: u64,
     #[serde(default = "default_ratio")]
-    inter_intra_ratio: u64,
+    pub(crate) inter_intra_ratio: u64,
     #[serde(default = "default_border_profile")]
-    border_profile: String,
+    pub(crate) border_profile: String,
 }
 
 fn default_wan_rate() -> u64 {
@@ -395,8 +396,34 @@ fn default_border_profile() -> String {
 }
 
 impl Topology {
-    fn inter_rtt_us(&self) -> u64 {
+    pub(crate) fn inter_rtt_us(&self) -> u64 {
         self.dc.intra_rtt_us * self.wan.inter_intra_ratio
+    }
+
+    /// Every value within what the namespaces can build (`topology.py`'s
+    /// `validate`), and both profiles shipped.
+    fn validate(&self) -> Result<()> {
+        let ranges: [(&str, u64, u64, u64); 10] = [
+            ("hosts_per_dc", self.hosts_per_dc.into(), 1, 32),
+            ("time_scale", self.time_scale, 1, 1000),
+            ("wan_paths", self.wan_paths.into(), 1, 4),
+            ("dc.rate_mbit", self.dc.rate_mbit, 1, 100_000),
+            ("dc.uplink_rate_mbit", self.dc.uplink_rate_mbit, 1, 100_000),
+            ("dc.intra_rtt_us", self.dc.intra_rtt_us, 20, 1_000_000),
+            ("dc.host_buffer_pkts", self.dc.host_buffer_pkts, 10, 100_000),
+            ("dc.k_pkts", self.dc.k_pkts, 0, 100_000),
+            ("wan.rate_mbit", self.wan.rate_mbit, 1, 100_000),
+            ("wan.inter_intra_ratio", self.wan.inter_intra_ratio, 1, 1000),
+        ];
+        for (name, v, lo, hi) in ranges {
+            if !(lo..=hi).contains(&v) {
+                bail!("{name} = {v} is out of range [{lo}, {hi}]");
+            }
+        }
+        for (key, name) in [("dc.switch_profile", &self.dc.switch_profile), ("wan.border_profile", &self.wan.border_profile)] {
+            Profile::load(name).map_err(|e| anyhow!("{key}: {e}"))?;
+        }
+        Ok(())
     }
 }
 
@@ -432,6 +459,23 @@ impl TestbedScenario {
 
     /// Every (entry, sweep point) as a simulator scenario.
     pub fn points(&self, name: &str, testbed_dir: &Path) -> Result<Vec<Point>> {
+        self.each_run(testbed_dir, |base, entry, label, over| self.point(name, testbed_dir, base, entry, label, over))
+    }
+
+    /// Every (entry, sweep point) as the network and tunables a kernel run
+    /// builds (`xdcc-sim plan`; [`crate::testbed_plan`]).
+    pub fn plans(&self, testbed_dir: &Path) -> Result<Vec<RunPlan>> {
+        self.each_run(testbed_dir, |base, entry, label, over| {
+            let (cc, profile, _, _) = self.resolve(entry)?;
+            let (t, workload, _) = self.topology_at(base, profile.as_deref(), over)?;
+            let traffic = self.traffic(&t, workload, &cc, self.duration_s as f64, testbed_dir)?;
+            crate::testbed_plan::plan(entry, &cc, label, &t, traffic)
+        })
+    }
+
+    /// `f(topology table, entry, sweep label, sweep override)` for every
+    /// sweep point and `ccs` entry, in the runner's order.
+    fn each_run<T>(&self, testbed_dir: &Path, mut f: impl FnMut(&toml::Table, &str, &str, Option<&(String, Value)>) -> Result<T>) -> Result<Vec<T>> {
         let topo_path = testbed_dir.join("topologies").join(format!("{}.toml", self.topology));
         let topo_text = std::fs::read_to_string(&topo_path).with_context(|| format!("no topology '{}' ({})", self.topology, topo_path.display()))?;
         let mut base: toml::Table = toml::from_str(&topo_text).map_err(|e| anyhow!("{}: {}", topo_path.display(), e.message()))?;
@@ -455,12 +499,46 @@ impl TestbedScenario {
         let mut out = Vec::new();
         for (label, over) in &sweep {
             for entry in &self.ccs {
-                out.push(self.point(name, testbed_dir, &base, entry, label, over.as_ref()).with_context(|| {
+                out.push(f(&base, entry, label, over.as_ref()).with_context(|| {
                     format!("{entry}{}", if label.is_empty() { String::new() } else { format!(" at {label}") })
                 })?);
             }
         }
         Ok(out)
+    }
+
+    /// The topology, workload and WAN path rule at a sweep point, with a
+    /// variant's own switch profile (`profile`) on the DC switches.
+    fn topology_at(&self, base: &toml::Table, profile: Option<&str>, over: Option<&(String, Value)>) -> Result<(Topology, Option<toml::Table>, Reroute)> {
+        let mut topo = base.clone();
+        let mut workload = self.workload.clone();
+        let mut reroute = self.reroute;
+        if let Some((key, v)) = over.filter(|(key, _)| key == "reroute") {
+            reroute = Reroute::parse(v).with_context(|| format!("[sweep] key '{key}'"))?;
+        } else if let Some((key, v)) = over {
+            let (sec, k) = key.split_once('.').ok_or_else(|| anyhow!("[sweep] key '{key}' must be section.name or reroute"))?;
+            if sec == "workload" {
+                workload.as_mut().ok_or_else(|| anyhow!("[sweep] key '{key}': no [workload]"))?.insert(k.to_string(), v.clone());
+            } else {
+                let mut o = toml::Table::new();
+                let mut inner = toml::Table::new();
+                inner.insert(k.to_string(), v.clone());
+                o.insert(sec.to_string(), Value::Table(inner));
+                merge(&mut topo, &o, "")?;
+            }
+        }
+        if let Some(p) = profile {
+            // A CC's own switch profile is used as shipped: no step-K override.
+            let mut dc = toml::Table::new();
+            dc.insert("switch_profile".into(), Value::String(p.to_string()));
+            dc.insert("k_pkts".into(), Value::Integer(0));
+            let mut o = toml::Table::new();
+            o.insert("dc".into(), Value::Table(dc));
+            merge(&mut topo, &o, "")?;
+        }
+        let t: Topology = Value::Table(topo).try_into().map_err(|e: toml::de::Error| anyhow!("topology: {}", e.message()))?;
+        t.validate().context("topology")?;
+        Ok((t, workload, reroute))
     }
 
     /// (CC, switch profile, preset, tunables) of a `ccs` entry:
@@ -498,33 +576,7 @@ impl TestbedScenario {
             }
             bail!("unknown CC '{cc}'");
         }
-        let mut topo = base.clone();
-        let mut workload = self.workload.clone();
-        let mut reroute = self.reroute;
-        if let Some((key, v)) = over.filter(|(key, _)| key == "reroute") {
-            reroute = Reroute::parse(v).with_context(|| format!("[sweep] key '{key}'"))?;
-        } else if let Some((key, v)) = over {
-            let (sec, k) = key.split_once('.').ok_or_else(|| anyhow!("[sweep] key '{key}' must be section.name or reroute"))?;
-            if sec == "workload" {
-                workload.as_mut().ok_or_else(|| anyhow!("[sweep] key '{key}': no [workload]"))?.insert(k.to_string(), v.clone());
-            } else {
-                let mut o = toml::Table::new();
-                let mut inner = toml::Table::new();
-                inner.insert(k.to_string(), v.clone());
-                o.insert(sec.to_string(), Value::Table(inner));
-                merge(&mut topo, &o, "")?;
-            }
-        }
-        if let Some(p) = &profile {
-            // A CC's own switch profile is used as shipped: no step-K override.
-            let mut dc = toml::Table::new();
-            dc.insert("switch_profile".into(), Value::String(p.clone()));
-            dc.insert("k_pkts".into(), Value::Integer(0));
-            let mut o = toml::Table::new();
-            o.insert("dc".into(), Value::Table(dc));
-            merge(&mut topo, &o, "")?;
-        }
-        let t: Topology = Value::Table(topo).try_into().map_err(|e: toml::de::Error| anyhow!("topology: {}", e.message()))?;
+        let (t, workload, reroute) = self.topology_at(base, profile.as_deref(), over)?;
         if t.delayed_acks {
             point.notes.push("delayed ACKs not modelled (the model ACKs every segment; `delayed_acks = false` in [net] makes the kernel do so too)".into());
         }
@@ -535,44 +587,22 @@ impl TestbedScenario {
         let routed = t.wan_paths > 1 || !self.events.is_empty() || !self.cross.is_empty();
         let net = Net::new(&t, routed.then_some(reroute), &mut point.notes)?;
 
+        let traffic = self.traffic(&t, workload, &cc, dur, dir)?;
         let mut flows = Vec::new();
         let mut used = std::collections::BTreeSet::new();
         let mut long_windows = Vec::new();
-        for (i, g) in self.long.iter().enumerate() {
-            if !(1..=64).contains(&g.flows) {
-                bail!("[[long]] #{}: flows (connections from each sender) must be within 1..=64", i + 1);
-            }
-            for (k, src) in g.from.iter().enumerate() {
-                let start = g.start_s + k as f64 * g.start_step_s;
-                let stop = g.stop_s.unwrap_or(dur);
-                if !(start >= 0.0 && start < stop && stop <= dur) {
-                    bail!("[[long]] #{}: needs 0 <= start_s < stop_s <= duration_s for every flow", i + 1);
-                }
-                long_windows.extend(std::iter::repeat_n((start, stop), g.flows as usize));
-                let mut f = net.flow("long", src, &g.to, g.flows, &mut used)?;
-                f.start_ms = start * 1e3;
-                f.stop_ms = (stop < dur).then_some(stop * 1e3);
-                flows.push(f);
-            }
+        for l in &traffic.long {
+            long_windows.extend(std::iter::repeat_n((l.start_s, l.stop_s), l.connections as usize));
+            let mut f = net.flow("long", &l.src, &l.dst, l.connections, &mut used)?;
+            f.start_ms = l.start_s * 1e3;
+            f.stop_ms = (l.stop_s < dur).then_some(l.stop_s * 1e3);
+            flows.push(f);
         }
-        for g in &self.incast {
-            for &at in &g.at_s {
-                for src in &g.from {
-                    let mut f = net.flow("incast", src, &g.to, 1, &mut used)?;
-                    f.start_ms = at * 1e3;
-                    f.size_kb = Some(g.bytes as f64 / 1e3);
-                    flows.push(f);
-                }
-            }
-        }
-        if let Some(w) = workload {
-            let w: Workload = Value::Table(w).try_into().map_err(|e: toml::de::Error| anyhow!("[workload]: {}", e.message()))?;
-            for (at, src, dst, size) in workload_flows(&w, &t, dur, dir)? {
-                let mut f = net.flow("workload", &src, &dst, 1, &mut used)?;
-                f.start_ms = at * 1e3;
-                f.size_kb = Some(size as f64 / 1e3);
-                flows.push(f);
-            }
+        for z in &traffic.sized {
+            let mut f = net.flow(&z.kind, &z.src, &z.dst, 1, &mut used)?;
+            f.start_ms = z.at_s * 1e3;
+            f.size_kb = Some(z.bytes as f64 / 1e3);
+            flows.push(f);
         }
         if flows.is_empty() {
             bail!("no traffic: the scenario has no [[long]], [[incast]] or [workload]");
@@ -623,7 +653,7 @@ impl TestbedScenario {
         // The runner's order: the network, its time-scaled tunables, the
         // preset, the scenario's tunables.
         let mut params = BTreeMap::new();
-        let mut p = time_scaled_tunables(&cc, &t, &net)?;
+        let mut p = crate::testbed_plan::time_scaled_tunables(&cc, &t, &net.dc_profile);
         if let Some(name) = &preset {
             p.extend(crate::cc::preset_tunables(CcKind::parse(&cc)?, name, &net_spec.config())?);
         }
@@ -676,6 +706,63 @@ impl TestbedScenario {
     /// link `b.border->a.border#K`, see [`link_of_port`]), checked as the
     /// runner checks them: in time order, a path is black-holed only while
     /// it forwards and healed only while it is black-holed.
+    /// The run's traffic as the kernel runs it and the model models it:
+    /// long flows per (group, sender), cross traffic, WAN events, and the
+    /// sized flows (incasts, then the workload's Poisson arrivals drawn
+    /// from its seed) in the order they were generated.
+    fn traffic(&self, t: &Topology, workload: Option<toml::Table>, run_cc: &str, dur: f64, dir: &Path) -> Result<Traffic> {
+        let class = |a: &str, b: &str| -> Result<&'static str> { Ok(if parse_host(a, t)?.0 == parse_host(b, t)?.0 { "intra" } else { "inter" }) };
+        let mut long = Vec::new();
+        for (i, g) in self.long.iter().enumerate() {
+            if !(1..=64).contains(&g.flows) {
+                bail!("[[long]] #{}: flows (connections from each sender) must be within 1..=64", i + 1);
+            }
+            for (k, src) in g.from.iter().enumerate() {
+                let start = g.start_s + k as f64 * g.start_step_s;
+                let stop = g.stop_s.unwrap_or(dur);
+                if !(start >= 0.0 && start < stop && stop <= dur) {
+                    bail!("[[long]] #{}: needs 0 <= start_s < stop_s <= duration_s for every flow", i + 1);
+                }
+                let class = class(src, &g.to).with_context(|| format!("[[long]] #{}", i + 1))?;
+                long.push(LongFlow { src: src.clone(), dst: g.to.clone(), connections: g.flows, start_s: start, stop_s: stop, class: class.into() });
+            }
+        }
+        let mut sized = Vec::new();
+        for g in &self.incast {
+            for &at in &g.at_s {
+                for src in &g.from {
+                    sized.push(SizedFlow { at_s: at, src: src.clone(), dst: g.to.clone(), bytes: g.bytes, kind: "incast".into() });
+                }
+            }
+        }
+        if let Some(w) = workload {
+            let w: Workload = Value::Table(w).try_into().map_err(|e: toml::de::Error| anyhow!("[workload]: {}", e.message()))?;
+            for (at, src, dst, bytes) in workload_flows(&w, t, dur, dir)? {
+                sized.push(SizedFlow { at_s: at, src, dst, bytes, kind: "workload".into() });
+            }
+        }
+        let cross = self
+            .cross
+            .iter()
+            .map(|c| {
+                Ok(CrossFlow {
+                    path: wan_path(&c.link, t).context("[[cross]]")?,
+                    streams: c.flows,
+                    cc: c.cc.clone().unwrap_or_else(|| run_cc.to_string()),
+                    start_s: c.start_s,
+                    stop_s: c.stop_s.unwrap_or(dur),
+                })
+            })
+            .collect::<Result<_>>()?;
+        let mut events: Vec<PathEvent> = self
+            .events
+            .iter()
+            .map(|e| Ok(PathEvent { at_s: e.at_s, action: e.action.name().into(), path: wan_path(&e.link, t).context("[[events]]")? }))
+            .collect::<Result<_>>()?;
+        events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+        Ok(Traffic { long, cross, events, sized })
+    }
+
     fn wan_failures(&self, t: &Topology, dur: f64) -> Result<Vec<Failure>> {
         let mut events: Vec<&WanEvent> = self.events.iter().collect();
         events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
@@ -883,7 +970,6 @@ fn parse_host(h: &str, t: &Topology) -> Result<(u32, u32)> {
 struct Net<'a> {
     t: &'a Topology,
     dc_profile: Profile,
-    border_profile: Profile,
     amrt_first_hop: bool,
     /// The routed model (`two_dc`) and how its senders choose a WAN path;
     /// None: queues in series.
@@ -919,7 +1005,7 @@ impl<'a> Net<'a> {
                 ),
             }
         }
-        Ok(Net { t, dc_profile, border_profile, amrt_first_hop, routed })
+        Ok(Net { t, dc_profile, amrt_first_hop, routed })
     }
 
     /// The ports from `src` to `dst`, sender first.
@@ -992,9 +1078,9 @@ impl<'a> Net<'a> {
     /// uplinks none). `report`: links sampled besides the WAN paths.
     fn two_dc(&self, fail: Vec<Failure>, report: Vec<String>) -> Result<TopologySpec> {
         let t = self.t;
-        let host = port_queue("dcDsw:hI", &self.dc_profile, t.dc.rate_mbit, t.time_scale, t.dc.k_pkts)?;
-        let uplink = port_queue("dcDsw:uplink", &self.dc_profile, t.dc.uplink_rate_mbit, t.time_scale, t.dc.k_pkts)?;
-        let wan = port_queue("dcDbr:wanK", &self.border_profile, t.wan.rate_mbit, t.time_scale, 0)?;
+        let host = port_queue("dcDsw:hI", t, &t.dc.switch_profile, t.dc.rate_mbit)?;
+        let uplink = port_queue("dcDsw:uplink", t, &t.dc.switch_profile, t.dc.uplink_rate_mbit)?;
+        let wan = port_queue("dcDbr:wanK", t, &t.wan.border_profile, t.wan.rate_mbit)?;
         Ok(TopologySpec {
             kind: TopologyKind::TwoDc,
             k: 0,
@@ -1040,11 +1126,11 @@ impl<'a> Net<'a> {
                 }
             } else if ns.ends_with("sw") {
                 let rate = if dev == "uplink" { t.dc.uplink_rate_mbit } else { t.dc.rate_mbit };
-                port_queue(name, &self.dc_profile, rate, t.time_scale, t.dc.k_pkts)?
+                port_queue(name, t, &t.dc.switch_profile, rate)?
             } else if dev == "dc" {
-                port_queue(name, &Profile::load("dc-fifo").map_err(|e| anyhow!("{e}"))?, t.dc.uplink_rate_mbit, t.time_scale, 0)?
+                port_queue(name, t, crate::testbed_plan::BORDER_DC_PROFILE, t.dc.uplink_rate_mbit)?
             } else {
-                port_queue(name, &self.border_profile, t.wan.rate_mbit, t.time_scale, 0)?
+                port_queue(name, t, &t.wan.border_profile, t.wan.rate_mbit)?
             };
             out.push(q);
         }
@@ -1052,72 +1138,30 @@ impl<'a> Net<'a> {
     }
 }
 
-/// A switch profile at this port's rate, as `topology.derive_profile` writes
-/// it for the testbed: per-Gbit/s buffer, K and phantom size evaluated at the
-/// paper's rate (`rate × time_scale`); `k_pkts` > 0 replaces the marking by a
-/// step at K packets.
-fn port_queue(name: &str, p: &Profile, rate_mbit: u64, time_scale: u64, k_pkts: u64) -> Result<QueueSpec> {
-    let mtu = p.port.mtu;
-    let paper_gbps = (rate_mbit * time_scale) as f64 / 1e3;
-    let per_gbps_pkts = |per: u64| ((per as f64 * paper_gbps).round() as u64).max(1);
-    let buffer = match (p.port.buffer_bytes, p.port.buffer_pkts_per_gbps) {
-        (_, Some(per)) => per_gbps_pkts(per) * mtu,
-        (Some(b), None) => b,
-        (None, None) => bail!("{name}: profile without a buffer"),
+/// The model's queue of a testbed port: its derived profile
+/// ([`crate::testbed_plan::derived_profile`], the one the executor applies),
+/// with K applied at the port's own rate as tc does (`red_thresholds`).
+fn port_queue(name: &str, t: &Topology, profile: &str, rate_mbit: u64) -> Result<QueueSpec> {
+    let p = crate::testbed_plan::derived_profile(t, profile, rate_mbit)?;
+    let buffer = p.port.buffer_bytes.ok_or_else(|| anyhow!("{name}: profile without a buffer"))?;
+    let marking = match &p.marking {
+        _ if p.amrt.is_some() => Marking::Amrt,
+        SwMarking::None {} => Marking::None,
+        SwMarking::Step { k_pkts_per_gbps } => Marking::Threshold { k_pkts: (k_pkts_per_gbps * rate_mbit / 1000).max(1) as f64 },
+        SwMarking::Red { min_pct, max_pct, probability_pct } => Marking::Red {
+            min_frac: *min_pct as f64 / 100.0,
+            max_frac: *max_pct as f64 / 100.0,
+            pmax: *probability_pct as f64 / 100.0,
+        },
     };
-    // tc applies K as k_pkts_per_gbps at the port's own rate (`red_thresholds`).
-    let step_at = |per_gbps: u64| ((per_gbps * rate_mbit / 1000).max(1)) as f64;
-    let marking = if k_pkts > 0 {
-        Marking::Threshold { k_pkts: step_at(((k_pkts as f64 * 1000.0 / rate_mbit as f64).round() as u64).max(1)) }
-    } else {
-        match &p.marking {
-            SwMarking::None {} => Marking::None,
-            SwMarking::Step { k_pkts_per_gbps } => Marking::Threshold { k_pkts: step_at(k_pkts_per_gbps * time_scale) },
-            SwMarking::Red { min_pct, max_pct, probability_pct } => Marking::Red {
-                min_frac: *min_pct as f64 / 100.0,
-                max_frac: *max_pct as f64 / 100.0,
-                pmax: *probability_pct as f64 / 100.0,
-            },
-        }
-    };
-    let marking = if p.amrt.is_some() { Marking::Amrt } else { marking };
-    let phantom = p.phantom.as_ref().map(|ph| {
-        let size = match (ph.size_bytes, ph.size_pkts_per_gbps) {
-            (_, Some(per)) => per_gbps_pkts(per) * mtu,
-            (Some(b), None) => b,
-            (None, None) => buffer,
-        };
-        Phantom {
-            drain_frac: ph.drain_pct as f64 / 100.0,
-            size_kb: Some(size as f64 / 1e3),
-            min_frac: ph.kmin_pct as f64 / 100.0,
-            max_frac: ph.kmax_pct as f64 / 100.0,
-        }
+    let phantom = p.phantom.as_ref().map(|ph| Phantom {
+        drain_frac: ph.drain_pct as f64 / 100.0,
+        size_kb: Some(ph.size_bytes.unwrap_or(buffer) as f64 / 1e3),
+        min_frac: ph.kmin_pct as f64 / 100.0,
+        max_frac: ph.kmax_pct as f64 / 100.0,
     });
     let loss_prob = p.wan.as_ref().map_or(0.0, |w| w.loss_ppm as f64 / 1e6);
     Ok(QueueSpec { name: name.to_string(), rate_gbps: rate_mbit as f64 / 1e3, buffer_kb: buffer as f64 / 1e3, marking, phantom, loss_prob })
-}
-
-/// What the runner sets beyond the network (`guest.py`,
-/// `time_scaled_tunables`): Gemini's K is the DC switch's step threshold
-/// and its WAN delay threshold T (5 ms) stretches with the time scale.
-fn time_scaled_tunables(cc: &str, t: &Topology, net: &Net) -> Result<BTreeMap<String, u64>> {
-    let mut out = BTreeMap::new();
-    if cc != "gemini" {
-        return Ok(out);
-    }
-    out.insert("t_ns".into(), 5_000_000 * t.time_scale);
-    let k = if t.dc.k_pkts > 0 {
-        Some(t.dc.k_pkts)
-    } else if let SwMarking::Step { k_pkts_per_gbps } = net.dc_profile.marking {
-        Some(((k_pkts_per_gbps as f64 * (t.dc.rate_mbit * t.time_scale) as f64 / 1e3).round() as u64).max(1))
-    } else {
-        None
-    };
-    if let Some(k) = k {
-        out.insert("k_bytes".into(), k * MTU);
-    }
-    Ok(out)
 }
 
 /// A flow-size CDF (`<bytes> <cdf>` per line, cdf in 0–100 or 0–1), as
@@ -1397,4 +1441,59 @@ fn phase_metrics(p: &Prediction) -> PhaseMetrics<'_> {
 /// `ccs`, `[[long]]`...) rather than the simulator's (`duration_ms`, `cc`).
 pub fn is_testbed_format(text: &str) -> bool {
     toml::from_str::<toml::Table>(text).map_or(false, |t| !t.contains_key("duration_ms") && !t.contains_key("queues"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn testbed_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    }
+
+    fn cdf(name: &str) -> Vec<(f64, f64)> {
+        load_cdf(&testbed_dir().join("workloads").join(name)).unwrap()
+    }
+
+    #[test]
+    fn shipped_cdfs_have_their_papers_means() {
+        let ws = cdf("websearch_dctcp_hpcc.txt");
+        assert!((cdf_mean(&ws) / 1e6 - 1.71).abs() < 0.05, "{}", cdf_mean(&ws)); // its README: 1.71 MB
+        let wan = cdf("alibaba_interdc_wan_2021_uno.txt");
+        assert!((cdf_mean(&wan) / 1e6 - 64.0).abs() < 3.0, "{}", cdf_mean(&wan));
+        let mut rng = crate::rng::Rng(1);
+        let xs: Vec<u64> = (0..20_000).map(|_| cdf_sample(&ws, rng.unit())).collect();
+        let mean = xs.iter().sum::<u64>() as f64 / xs.len() as f64;
+        assert!((mean / 1e6 - 1.71).abs() < 0.25, "{mean}");
+        assert!(xs.iter().all(|&x| (1..=30_000_000).contains(&x)));
+    }
+
+    #[test]
+    fn a_bad_cdf_names_its_fault() {
+        let dir = std::env::temp_dir().join(format!("xdcc-cdf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("bad.txt");
+        std::fs::write(&f, "100 0\n50 50\n200 100\n").unwrap();
+        assert!(load_cdf(&f).unwrap_err().to_string().contains("non-decreasing"));
+        std::fs::write(&f, "100 0\nabc 100\n").unwrap();
+        assert!(load_cdf(&f).unwrap_err().to_string().contains(":2:"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_workload_offers_its_load() {
+        // 40 % of eight 100 Mbit/s NICs: flows arrive at load x capacity /
+        // mean size, from and to the topology's hosts, inside the window.
+        let t: Topology = toml::from_str("[dc]\n[wan]\n").unwrap();
+        let w: Workload = toml::from_str("load = 0.4\ninter_fraction = 0.5\nstart_s = 10.0").unwrap();
+        let dur = 2000.0;
+        let flows = workload_flows(&w, &t, dur, &testbed_dir()).unwrap();
+        let mean = 0.5 * cdf_mean(&cdf(&w.intra_cdf)) + 0.5 * cdf_mean(&cdf(&w.inter_cdf));
+        let want = 0.4 * 800e6 / 8.0 / mean * (dur - 10.0);
+        assert!((flows.len() as f64 / want - 1.0).abs() < 0.05, "{} flows, {want:.0} expected", flows.len());
+        assert!(flows.iter().all(|(at, src, dst, _)| (10.0..dur).contains(at) && src != dst && parse_host(dst, &t).is_ok()));
+        let inter = flows.iter().filter(|(_, s, d, _)| s[..3] != d[..3]).count() as f64 / flows.len() as f64;
+        assert!((inter - 0.5).abs() < 0.03, "{inter}");
+        assert_eq!(flows, workload_flows(&w, &t, dur, &testbed_dir()).unwrap(), "the seed draws the same flows");
+    }
 }
