@@ -39,7 +39,7 @@ def log(*a):
 def load_cc(cc, run, extra, preset=None):
     """Kernel side of a CC: load our module, tell it the network (link rate
     and base RTTs, from which it derives its tunables) and what the plan
-    adds for it (`run["tunables"]`: Gemini's time-scaled K and T), its
+    adds for it (`run["derived"]`: Gemini's time-scaled K and T), its
     preset (`xdcc tunable preset`), then the scenario's own tunables,
     validated by the CLI."""
     if cc in scen.XDCC_CCS and not os.path.isdir(f"/sys/module/tcp_{cc}"):
@@ -53,7 +53,7 @@ def load_cc(cc, run, extra, preset=None):
         f.write(" ".join(avail))
     if cc not in scen.XDCC_CCS:
         return {}
-    for k, v in list(run["net"].items()) + list(run["tunables"].get(cc, {}).items()):
+    for k, v in list(run["net"].items()) + list(run["derived"].get(cc, {}).items()):
         subprocess.run([XDCC, "tunable", "set", cc, k, str(v)], check=True, capture_output=True, text=True)
     if preset:
         subprocess.run([XDCC, "tunable", "preset", cc, preset], check=True, capture_output=True, text=True)
@@ -304,16 +304,13 @@ def qdisc_text(ports):
     return out
 
 
-def one_run(s, t, run, name, label, out, idx, total):
-    """One run of `ccs` entry `name` (a CC or a [variants] entry); `run` is
-    its plan."""
+def one_run(scenario, run, out, idx, total):
+    """One run of a scenario: its plan (`xdcc-sim plan`) built, its CCs set
+    up, its traffic sent and sampled."""
+    name, label, cc = run["entry"], run["label"], run["cc"]
     run_id = name + (f"-{label}" if label else "")
     work = os.path.join(out, "raw", run_id + ".profiles")
     os.makedirs(work, exist_ok=True)
-    cc, profile, preset, tunables = scen.resolve(s, name)
-    if profile:
-        # A CC's own switch profile is used as shipped: no step-K override.
-        t = topology.merge(t, {"dc": {"switch_profile": profile, "k_pkts": 0}})
     net = run["network"]
     global _built
     if _built and _built[0] == net:
@@ -328,14 +325,15 @@ def one_run(s, t, run, name, label, out, idx, total):
     else:
         applied = topology.build(net, work, XDCC, log)
         _built = (net, applied, work)
-    cc_info = load_cc(cc, run, tunables, preset)
-    for c in {c.get("cc", cc) for c in s["cross"]} - {cc}:
-        load_cc(c, run, s["tunables"].get(c, {}), s["presets"].get(c))
-    for h in topology.hosts(t):
+    cc_info = {}
+    for i, c in enumerate(run["setup"]):
+        info = load_cc(c["cc"], run, c["tunables"], c["preset"])
+        cc_info = cc_info if i else info
+    for h in net["hosts"]:
         netns.sysctl(h, "net.ipv4.tcp_congestion_control", cc)
         netns.sysctl(h, "net.ipv4.tcp_no_metrics_save", 1)
         # Whether an RTO draws a new flow label (a new ECMP path): `reroute`.
-        netns.sysctl(h, "net.core.txrehash", 0 if s["reroute"] == "single" else 1)
+        netns.sysctl(h, "net.core.txrehash", 0 if run["reroute"] == "single" else 1)
     traffic = run["traffic"]
     for c in traffic["cross"][:1]:
         # Cross traffic runs between the border routers. A listener accepts
@@ -345,8 +343,8 @@ def one_run(s, t, run, name, label, out, idx, total):
         # for all of it: scenario.py).
         for br in ("dc1br", "dc2br"):
             netns.sysctl(br, "net.ipv4.tcp_congestion_control", c["cc"])
-    v6 = s["ipv6"]
-    dur = s["duration_s"]
+    v6 = run["ipv6"]
+    dur = run["duration_s"]
 
     # The plan's traffic: one iperf3 per long connection, one per cross
     # traffic entry (from dc2br itself to dc1br's address on its WAN path,
@@ -384,7 +382,7 @@ def one_run(s, t, run, name, label, out, idx, total):
     # pages, and the real-time sampler blocked on it left 0.2-0.4 s gaps.
     scratch = tempfile.mkdtemp(prefix=f"xdcc-{run_id}-")
     agents, gen_agent = {}, None
-    if s["reroute"] == "agent":
+    if run["reroute"] == "agent":
         # One agent per sending host; the flow generator is one process, so
         # its flows can be in one host's agent cgroup only.
         sized_from = {src for _, (src, _, _, _) in sized}
@@ -402,11 +400,11 @@ def one_run(s, t, run, name, label, out, idx, total):
         procs.append(netns.popen(f["dst"], ["iperf3", "-s", "-1", "-p", str(f["port"])],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(0.5)
-    ports = [(p, *parse_port(p)) for p in dict.fromkeys([s["bottleneck"]] + s["monitor"])]
+    ports = [(p, *parse_port(p)) for p in dict.fromkeys([run["bottleneck"]] + run["monitor"])]
     qdisc_before = qdisc_text(ports)
     t0 = time.monotonic()
     cpu0 = cpu_times()
-    sampler = Sampler(t0, s["sample_ms"] / 1000.0, sorted(senders), long_ports, ports, s["ipv6"],
+    sampler = Sampler(t0, run["sample_ms"] / 1000.0, sorted(senders), long_ports, ports, v6,
                       os.path.join(scratch, "samples.ndjson"))
     if gen:
         gen.start(t0)
@@ -481,10 +479,11 @@ def one_run(s, t, run, name, label, out, idx, total):
         topology.teardown()
         _built = None
     raw = {
-        "scenario": s["name"], "cc": name, "kernel_cc": cc, "label": label, "run_id": run_id, "started": wall0,
-        "duration_s": dur, "sample_ms": s["sample_ms"], "ipv6": v6,
-        "topology": t, "inter_rtt_us": net["inter_rtt_us"], "ports": applied,
-        "bottleneck": s["bottleneck"], "monitor": s["monitor"],
+        "scenario": scenario, "cc": name, "kernel_cc": cc, "label": label, "run_id": run_id, "started": wall0,
+        "duration_s": dur, "sample_ms": run["sample_ms"], "ipv6": v6,
+        "network": {k: net[k] for k in ("hosts", "wan_paths", "dc_rate_mbit", "wan_rate_mbit", "intra_rtt_us", "inter_rtt_us")},
+        "inter_rtt_us": net["inter_rtt_us"], "ports": applied,
+        "bottleneck": run["bottleneck"], "monitor": run["monitor"],
         "port_rates_mbit": {p: port_rate(applied, ns, dev) for p, ns, dev in ports},
         "cc_info": cc_info, "flows": flows,
         "samples": {str(k): v for k, v in sampler.flows.items()},
@@ -494,7 +493,8 @@ def one_run(s, t, run, name, label, out, idx, total):
         "fct": fct, "fct_unfinished": unfinished,
         "qdisc_stats": {"before": qdisc_before, "after": qdisc_after},
         "cpu": cpu, "sample_gaps_ms": gaps(sampler.queues), "sampler": sampler.stats,
-        "reroute": s["reroute"], "events": s["events"], "reroutes": reroutes,
+        "reroute": run["reroute"], "reroutes": reroutes,
+        "events": [{"at_s": e["at_s"], "link": f"wan{e['path']}", "action": e["action"]} for e in traffic["events"]],
     }
     with open(os.path.join(out, "raw", run_id + ".json"), "w") as fh:
         json.dump(raw, fh)
@@ -595,27 +595,15 @@ def port_rate(applied, ns, dev):
 def cmd_run(a):
     s = scen.load(a.scenario, a.cc.split(",") if a.cc else None, a.duration)
     os.makedirs(os.path.join(a.out, "raw"), exist_ok=True)
-    base = topology.load(s["topology_path"], s.get("net"))
-    points = scen.sweep_values(s)
-    total = len(points) * len(s["ccs"])
     runs = plans(s["path"], ",".join(s["ccs"]), s["duration_s"])
-    if len(runs) != total:
-        raise scen.ScenarioError(f"the planner has {len(runs)} runs, the scenario {total}")
     with open(os.path.join(a.out, "scenario.json"), "w") as fh:
         json.dump({k: v for k, v in s.items()}, fh, indent=1)
     with open(os.path.join(a.out, "plan.json"), "w") as fh:
         json.dump(runs, fh, indent=1)
-    idx = 0
-    for i, over in enumerate(points):
-        t, sv = scen.at_point(s, base, over)
-        for cc in s["ccs"]:
-            run, label = runs[idx], scen.sweep_label(s, i)
-            if (run["entry"], run["label"]) != (cc, label):
-                raise scen.ScenarioError(f"run {idx + 1}: the planner's is {run['entry']} {run['label']}, the scenario's {cc} {label}")
-            idx += 1
-            one_run(sv, t, run, cc, label, a.out, idx, total)
+    for idx, run in enumerate(runs, 1):
+        one_run(s["name"], run, a.out, idx, len(runs))
     topology.teardown()
-    log(f"[tb] all {total} runs done")
+    log(f"[tb] all {len(runs)} runs done")
 
 
 def cmd_topo_test(a):

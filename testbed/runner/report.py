@@ -468,6 +468,16 @@ def results(results_md, dirs):
     print(f"report.py: {results_md}: generated section from {len(dirs)} scenario(s)")
 
 
+def network_of(raw):
+    """The network a raw run was built on: its plan's (`network`), or the
+    topology dict that runs recorded before the planner."""
+    if "network" in raw:
+        n = raw["network"]
+        return dict(n, hosts_per_dc=len(n["hosts"]) // 2)
+    t = raw["topology"]
+    return {"hosts_per_dc": t["hosts_per_dc"], "dc_rate_mbit": t["dc"]["rate_mbit"], "intra_rtt_us": t["dc"]["intra_rtt_us"],
+            "wan_rate_mbit": t["wan"]["rate_mbit"], "wan_paths": t["wan_paths"]}
+
 def main():
     modes = {"--results": results, "--combine": combine}  # MODE TARGET DIR...
     if len(sys.argv) >= 2 and sys.argv[1] in modes:
@@ -531,10 +541,10 @@ def main():
     md = [f"# {sc['name']}: {sc['description']}", ""]
     if sc.get("paper"):
         md += [f"Paper claims: {sc['paper']}", ""]
-    t = runs[0][0]["topology"]
-    md += [f"Topology: {t['hosts_per_dc']} hosts per DC, DC links {t['dc']['rate_mbit']} Mbit/s, "
-           f"intra-DC RTT {t['dc']['intra_rtt_us']} us, WAN {t['wan']['rate_mbit']} Mbit/s over "
-           f"{t['wan_paths']} path(s); bottleneck `{sc['bottleneck']}`; {sc['duration_s']} s per run, "
+    n = network_of(runs[0][0])
+    md += [f"Topology: {n['hosts_per_dc']} hosts per DC, DC links {n['dc_rate_mbit']} Mbit/s, "
+           f"intra-DC RTT {n['intra_rtt_us']} us, WAN {n['wan_rate_mbit']} Mbit/s over "
+           f"{n['wan_paths']} path(s); bottleneck `{sc['bottleneck']}`; {sc['duration_s']} s per run, "
            f"samples every {sc['sample_ms']} ms. Steady-state metrics over the second half of the "
            f"period when all long flows run; Jain over {defs['bin_s']} s bins, converged when it "
            f"stays >= {defs['converged_jain']} (definitions: `testbed/metrics`, shared with the simulator). `cpu%` is the guest's CPU use during the run: near 100 "

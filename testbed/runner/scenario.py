@@ -176,19 +176,6 @@ def check_preset(cc, name, where):
         raise ScenarioError(f"{where}: no preset '{name}' for {cc} (presets: {have})")
 
 
-def resolve(s, name):
-    """(kernel CC, switch profile or None, preset or None, tunables) of one
-    `ccs` entry: a CC, or a [variants] entry = a CC with its own tunables (on
-    top of the CC's [tunables]) and optionally its own switch profile and
-    preset (else the CC's)."""
-    v = s["variants"].get(name)
-    if v is None:
-        return name, s["profiles"].get(name), s["presets"].get(name), dict(s["tunables"].get(name, {}))
-    cc = v["cc"]
-    return (cc, v.get("profile", s["profiles"].get(cc)), v.get("preset", s["presets"].get(cc)),
-            dict(s["tunables"].get(cc, {}), **v.get("tunables", {})))
-
-
 def sweep_values(s):
     """The topology overrides of each sweep point ([{}] without a sweep)."""
     sw = s.get("sweep")
@@ -210,11 +197,6 @@ def at_point(s, base_topology, over):
         sv = dict(s, workload=dict(s["workload"], **over["workload"]))
         return base_topology, sv
     return (topology.merge(base_topology, over) if over else base_topology), s
-
-
-def sweep_label(s, i):
-    sw = s.get("sweep")
-    return f"{sw['key'].split('.')[-1]}={sw['values'][i]}" if sw else ""
 
 
 def check_traffic(s, t):

@@ -53,7 +53,7 @@ use xdcc_switch::{Marking as SwMarking, Profile};
 
 use crate::cc::CcKind;
 use crate::scenario::{FlowSpec, LbSpec, Marking, NetSpec, Phantom, QueueSpec, RtoBackoff, Scenario};
-use crate::testbed_plan::{CrossFlow, LongFlow, PathEvent, RunPlan, SizedFlow, Traffic};
+use crate::testbed_plan::{CcSetup, CrossFlow, LongFlow, PathEvent, RunPlan, RunSettings, SizedFlow, Topology, Traffic};
 use crate::topology::{Failure, LossModel, TopologyKind, TopologySpec};
 use crate::RunReport;
 
@@ -188,6 +188,15 @@ pub enum Reroute {
 }
 
 impl Reroute {
+    /// As the scenario writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reroute::Single => "single",
+            Reroute::Rto => "rto",
+            Reroute::Agent => "agent",
+        }
+    }
+
     /// A `[sweep]` value.
     fn parse(v: &Value) -> Result<Self> {
         match v.as_str() {
@@ -300,131 +309,11 @@ fn default_inter_fraction() -> f64 {
 fn one() -> f64 {
     1.0
 }
-fn one_u64() -> u64 {
-    1
-}
-
-/// The topology after defaults and overrides (`topology.py`'s DEFAULTS).
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Topology {
-    #[serde(default)]
-    #[allow(dead_code)]
-    pub(crate) description: String,
-    #[serde(default = "default_hosts")]
-    pub(crate) hosts_per_dc: u32,
-    #[serde(default = "one_u32")]
-    pub(crate) wan_paths: u32,
-    #[serde(default)]
-    #[allow(dead_code)]
-    pub(crate) gso: bool,
-    /// Linux's delayed ACKs on the hosts (the testbed's default); the model's
-    /// receivers ACK every segment, i.e. `delayed_acks = false`.
-    #[serde(default = "yes")]
-    pub(crate) delayed_acks: bool,
-    #[serde(default = "default_time_scale")]
-    pub(crate) time_scale: u64,
-    pub(crate) dc: DcSpec,
-    pub(crate) wan: WanSpec,
-}
-
-fn default_hosts() -> u32 {
-    4
-}
-fn yes() -> bool {
-    true
-}
 fn one_u32() -> u32 {
     1
 }
-fn default_time_scale() -> u64 {
-    10
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct DcSpec {
-    #[serde(default = "default_dc_rate")]
-    pub(crate) rate_mbit: u64,
-    #[serde(default = "default_uplink_rate")]
-    pub(crate) uplink_rate_mbit: u64,
-    #[serde(default = "default_intra_rtt")]
-    pub(crate) intra_rtt_us: u64,
-    #[serde(default = "default_switch_profile")]
-    pub(crate) switch_profile: String,
-    #[serde(default = "default_host_buffer")]
-    pub(crate) host_buffer_pkts: u64,
-    #[serde(default)]
-    pub(crate) k_pkts: u64,
-}
-
-fn default_dc_rate() -> u64 {
-    100
-}
-fn default_uplink_rate() -> u64 {
-    400
-}
-fn default_intra_rtt() -> u64 {
-    2000
-}
-fn default_switch_profile() -> String {
-    "dc-gemini".into()
-}
-fn default_host_buffer() -> u64 {
-    1000
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct WanSpec {
-    #[serde(default = "default_wan_rate")]
-    pub(crate) rate_mbit: u64,
-    #[serde(default = "default_ratio")]
-    pub(crate) inter_intra_ratio: u64,
-    #[serde(default = "default_border_profile")]
-    pub(crate) border_profile: String,
-}
-
-fn default_wan_rate() -> u64 {
-    400
-}
-fn default_ratio() -> u64 {
-    10
-}
-fn default_border_profile() -> String {
-    "wan-border".into()
-}
-
-impl Topology {
-    pub(crate) fn inter_rtt_us(&self) -> u64 {
-        self.dc.intra_rtt_us * self.wan.inter_intra_ratio
-    }
-
-    /// Every value within what the namespaces can build (`topology.py`'s
-    /// `validate`), and both profiles shipped.
-    fn validate(&self) -> Result<()> {
-        let ranges: [(&str, u64, u64, u64); 10] = [
-            ("hosts_per_dc", self.hosts_per_dc.into(), 1, 32),
-            ("time_scale", self.time_scale, 1, 1000),
-            ("wan_paths", self.wan_paths.into(), 1, 4),
-            ("dc.rate_mbit", self.dc.rate_mbit, 1, 100_000),
-            ("dc.uplink_rate_mbit", self.dc.uplink_rate_mbit, 1, 100_000),
-            ("dc.intra_rtt_us", self.dc.intra_rtt_us, 20, 1_000_000),
-            ("dc.host_buffer_pkts", self.dc.host_buffer_pkts, 10, 100_000),
-            ("dc.k_pkts", self.dc.k_pkts, 0, 100_000),
-            ("wan.rate_mbit", self.wan.rate_mbit, 1, 100_000),
-            ("wan.inter_intra_ratio", self.wan.inter_intra_ratio, 1, 1000),
-        ];
-        for (name, v, lo, hi) in ranges {
-            if !(lo..=hi).contains(&v) {
-                bail!("{name} = {v} is out of range [{lo}, {hi}]");
-            }
-        }
-        for (key, name) in [("dc.switch_profile", &self.dc.switch_profile), ("wan.border_profile", &self.wan.border_profile)] {
-            Profile::load(name).map_err(|e| anyhow!("{key}: {e}"))?;
-        }
-        Ok(())
-    }
+fn one_u64() -> u64 {
+    1
 }
 
 /// One run of the testbed scenario in the model: a `ccs` entry at a sweep
@@ -452,9 +341,112 @@ impl TestbedScenario {
     /// next to it (`../topologies`, `../workloads`).
     pub fn from_file(path: &Path) -> Result<(Self, PathBuf)> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let s: TestbedScenario = toml::from_str(&text).map_err(|e| anyhow!("{}: {}", path.display(), e.message()))?;
+        let s = TestbedScenario::parse(&text, &path.display().to_string())?;
         let dir = path.canonicalize()?.parent().and_then(Path::parent).map(Path::to_path_buf).ok_or_else(|| anyhow!("{}: not inside testbed/scenarios", path.display()))?;
         Ok((s, dir))
+    }
+
+    /// Parses a testbed scenario's text (`origin` names it in errors).
+    pub fn parse(text: &str, origin: &str) -> Result<Self> {
+        toml::from_str(text).map_err(|e| anyhow!("{origin}: {}", e.message()))
+    }
+
+    /// What the file must hold beyond its keys' types, before any run is
+    /// planned: ranges, known CCs, variants, profiles and presets, and the
+    /// traffic's shape (the topology-dependent checks run per sweep point).
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=3600).contains(&self.duration_s) {
+            bail!("duration_s = {} is out of range [1, 3600]", self.duration_s);
+        }
+        if !(20..=10_000).contains(&self.sample_ms) {
+            bail!("sample_ms = {} is out of range [20, 10000]", self.sample_ms);
+        }
+        let xdcc: Vec<&str> = CcKind::ALL.iter().map(|k| k.name()).collect();
+        let is_xdcc = |c: &str| CcKind::parse(c).is_ok();
+        let known = |c: &str| is_xdcc(c) || KERNEL_CCS.contains(&c);
+        let profile = |where_: &str, name: &str| Profile::load(name).map(|_| ()).map_err(|e| anyhow!("{where_}: {e}"));
+        let preset = |where_: &str, cc: &str, name: &str| -> Result<()> {
+            if xdcc_algo::presets::PRESETS.iter().any(|p| p.0 == cc && p.1 == name) {
+                return Ok(());
+            }
+            let have: Vec<&str> = xdcc_algo::presets::PRESETS.iter().filter(|p| p.0 == cc).map(|p| p.1).collect();
+            bail!("{where_}: {cc}: unknown preset {name:?} (known: {})", if have.is_empty() { "none".to_string() } else { have.join(", ") })
+        };
+        for (name, v) in &self.variants {
+            let at = format!("[variants.{name}]");
+            if known(name) {
+                bail!("{at}: a variant needs its own name, not a CC's");
+            }
+            if !is_xdcc(&v.cc) {
+                bail!("{at}: cc = '{}' is not an xdcc CC ({})", v.cc, xdcc.join(", "));
+            }
+            if let Some(p) = &v.profile {
+                profile(&at, p)?;
+            }
+            if let Some(p) = &v.preset {
+                preset(&at, &v.cc, p)?;
+            }
+        }
+        for cc in &self.ccs {
+            if !known(cc) && !self.variants.contains_key(cc) {
+                let variants: Vec<&str> = self.variants.keys().map(String::as_str).collect();
+                bail!(
+                    "unknown CC '{cc}' (xdcc: {}; kernel: {}{})",
+                    xdcc.join(", "),
+                    KERNEL_CCS.join(", "),
+                    if variants.is_empty() { String::new() } else { format!("; variants: {}", variants.join(", ")) }
+                );
+            }
+        }
+        for (cc, p) in &self.profiles {
+            profile(&format!("[profiles] {cc}"), p)?;
+        }
+        for (cc, p) in &self.presets {
+            preset("[presets]", cc, p)?;
+        }
+        for cc in self.tunables.keys() {
+            if !is_xdcc(cc) {
+                bail!("[tunables.{cc}]: tunables exist for {} only", xdcc.join(", "));
+            }
+        }
+        if let Some(sw) = &self.sweep {
+            if sw.key == "reroute" {
+                for v in &sw.values {
+                    Reroute::parse(v)?;
+                }
+            } else if let Some(k) = sw.key.strip_prefix("workload.") {
+                const KEYS: &[&str] = &["load", "hosts", "intra_cdf", "inter_cdf", "inter_fraction", "intra_scale", "inter_scale", "seed", "start_s", "stop_s"];
+                if self.workload.is_none() || !KEYS.contains(&k) {
+                    bail!("[sweep] key '{}': no such [workload] setting", sw.key);
+                }
+            }
+        }
+        let dur = self.duration_s as f64;
+        for (i, g) in self.incast.iter().enumerate() {
+            if g.from.is_empty() || !(1..=1 << 32).contains(&g.bytes) || g.at_s.is_empty() {
+                bail!("[[incast]] #{}: needs from, to, bytes (1..4 GiB) and at_s = [times]", i + 1);
+            }
+            if g.at_s.iter().any(|a| !(0.0..dur).contains(a)) {
+                bail!("[[incast]] #{}: at_s must lie within [0, duration_s)", i + 1);
+            }
+        }
+        for (i, c) in self.cross.iter().enumerate() {
+            let at = format!("[[cross]] #{}", i + 1);
+            let stop = c.stop_s.unwrap_or(dur);
+            if !(0.0 <= c.start_s && c.start_s < stop && stop <= dur) {
+                bail!("{at}: needs 0 <= start_s < stop_s <= duration_s");
+            }
+            if !(1..=64).contains(&c.flows) {
+                bail!("{at}: flows must be within 1..=64");
+            }
+            if c.cc != self.cross[0].cc {
+                bail!("{at}: all cross traffic runs one CC (its receiver's default, for ECN)");
+            }
+            if let Some(cc) = c.cc.as_deref().filter(|c| !known(c)) {
+                bail!("{at}: unknown CC '{cc}' (xdcc: {}; kernel: {})", xdcc.join(", "), KERNEL_CCS.join(", "));
+            }
+        }
+        Ok(())
     }
 
     /// Every (entry, sweep point) as a simulator scenario.
@@ -466,16 +458,35 @@ impl TestbedScenario {
     /// builds (`xdcc-sim plan`; [`crate::testbed_plan`]).
     pub fn plans(&self, testbed_dir: &Path) -> Result<Vec<RunPlan>> {
         self.each_run(testbed_dir, |base, entry, label, over| {
-            let (cc, profile, _, _) = self.resolve(entry)?;
-            let (t, workload, _) = self.topology_at(base, profile.as_deref(), over)?;
+            let (cc, profile, preset, tunables) = self.resolve(entry)?;
+            let (t, workload, reroute) = self.topology_at(base, profile.as_deref(), over)?;
+            // (The WAN events' order and the border profile's loss.)
+            self.wan_failures(&t, self.duration_s as f64)?;
             let traffic = self.traffic(&t, workload, &cc, self.duration_s as f64, testbed_dir)?;
-            crate::testbed_plan::plan(entry, &cc, label, &t, traffic)
+            // The run's CC with its entry's preset and tunables, then the
+            // cross traffic's with the scenario's for that CC.
+            let mut setup = vec![CcSetup { cc: cc.clone(), preset, tunables }];
+            for c in &traffic.cross {
+                if setup.iter().all(|s| s.cc != c.cc) {
+                    setup.push(CcSetup { cc: c.cc.clone(), preset: self.presets.get(&c.cc).cloned(), tunables: self.tunables.get(&c.cc).cloned().unwrap_or_default() });
+                }
+            }
+            let settings = RunSettings {
+                duration_s: self.duration_s,
+                sample_ms: self.sample_ms,
+                ipv6: self.ipv6,
+                bottleneck: self.bottleneck.clone(),
+                monitor: self.monitor.clone(),
+                reroute: reroute.name().into(),
+            };
+            crate::testbed_plan::plan(entry, label, settings, setup, &t, traffic)
         })
     }
 
     /// `f(topology table, entry, sweep label, sweep override)` for every
     /// sweep point and `ccs` entry, in the runner's order.
     fn each_run<T>(&self, testbed_dir: &Path, mut f: impl FnMut(&toml::Table, &str, &str, Option<&(String, Value)>) -> Result<T>) -> Result<Vec<T>> {
+        self.validate()?;
         let topo_path = testbed_dir.join("topologies").join(format!("{}.toml", self.topology));
         let topo_text = std::fs::read_to_string(&topo_path).with_context(|| format!("no topology '{}' ({})", self.topology, topo_path.display()))?;
         let mut base: toml::Table = toml::from_str(&topo_text).map_err(|e| anyhow!("{}: {}", topo_path.display(), e.message()))?;
@@ -728,7 +739,10 @@ impl TestbedScenario {
             }
         }
         let mut sized = Vec::new();
-        for g in &self.incast {
+        for (i, g) in self.incast.iter().enumerate() {
+            for h in g.from.iter().chain([&g.to]) {
+                parse_host(h, t).with_context(|| format!("[[incast]] #{}", i + 1))?;
+            }
             for &at in &g.at_s {
                 for src in &g.from {
                     sized.push(SizedFlow { at_s: at, src: src.clone(), dst: g.to.clone(), bytes: g.bytes, kind: "incast".into() });
@@ -737,6 +751,9 @@ impl TestbedScenario {
         }
         if let Some(w) = workload {
             let w: Workload = Value::Table(w).try_into().map_err(|e: toml::de::Error| anyhow!("[workload]: {}", e.message()))?;
+            for h in &w.hosts {
+                parse_host(h, t).context("[workload]")?;
+            }
             for (at, src, dst, bytes) in workload_flows(&w, t, dur, dir)? {
                 sized.push(SizedFlow { at_s: at, src, dst, bytes, kind: "workload".into() });
             }
@@ -760,6 +777,9 @@ impl TestbedScenario {
             .map(|e| Ok(PathEvent { at_s: e.at_s, action: e.action.name().into(), path: wan_path(&e.link, t).context("[[events]]")? }))
             .collect::<Result<_>>()?;
         events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+        if long.is_empty() && sized.is_empty() {
+            bail!("no traffic: the scenario has no [[long]], [[incast]] or [workload]");
+        }
         Ok(Traffic { long, cross, events, sized })
     }
 
@@ -1455,6 +1475,94 @@ mod tests {
         load_cdf(&testbed_dir().join("workloads").join(name)).unwrap()
     }
 
+    /// The error a scenario text gets from planning its runs.
+    fn plan_error(text: &str) -> String {
+        match TestbedScenario::parse(text, "t.toml").and_then(|s| s.plans(&testbed_dir())) {
+            Ok(_) => "(planned)".into(),
+            Err(e) => format!("{e:#}"),
+        }
+    }
+
+    /// `base` with `extra`'s top-level keys before its first table and
+    /// `extra`'s tables after it.
+    fn compose(base: &str, extra: &str) -> String {
+        let split = extra.find("\n[").map_or(if extra.starts_with('[') { 0 } else { extra.len() }, |i| if extra.starts_with('[') { 0 } else { i + 1 });
+        let (top, tables) = extra.split_at(split);
+        let (base_top, base_tables) = base.split_at(base.find("\n[").map_or(base.len(), |i| i + 1));
+        format!("{top}{base_top}{base_tables}{tables}")
+    }
+
+    #[test]
+    fn every_shipped_scenario_plans() {
+        for f in std::fs::read_dir(testbed_dir().join("scenarios")).unwrap() {
+            let path = f.unwrap().path();
+            let (s, dir) = TestbedScenario::from_file(&path).unwrap();
+            assert!(!s.plans(&dir).unwrap().is_empty(), "{}", path.display());
+        }
+    }
+
+    #[test]
+    fn a_bad_scenario_is_one_error_naming_its_key() {
+        let base = "bottleneck = \"dc1sw:h1\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n";
+        let cases: &[(&str, &str)] = &[
+            ("bogus = 1\n", "unknown field `bogus`"),
+            ("ccs = [\"nope\"]\n", "unknown CC 'nope'"),
+            ("[[long]]\nfrom = [\"dc9h1\"]\nto = \"dc1h1\"\n", "no host 'dc9h1'"),
+            ("[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\nstop_s = 99\n", "stop_s"),
+            ("[net]\nhosts_per_dc = 0\n", "hosts_per_dc = 0 is out of range"),
+            ("[net.dc]\nswitch_profile = \"nope\"\n", "unknown profile `nope`"),
+            ("[net.dc]\nrate = 5\n", "unknown field `rate`"),
+            ("[workload]\nload = 2.0\n", "load must be in"),
+            ("[sweep]\nkey = \"workload.load\"\nvalues = [0.4]\n", "no such [workload]"),
+            ("duration_s = 0\n", "duration_s = 0"),
+            ("sample_ms = 5\n", "sample_ms = 5"),
+            ("ccs = [\n", "t.toml"),
+            ("ccs = [\"v\"]\n[variants.v]\ncc = \"cubic\"\n", "not an xdcc CC"),
+            ("ccs = [\"v\"]\n[variants.v]\ntunables = {}\n", "missing field `cc`"),
+            ("ccs = [\"v\"]\n[variants.v]\ncc = \"amrt\"\nprofile = \"nope\"\n", "unknown profile `nope`"),
+            ("[variants.uno]\ncc = \"uno\"\n", "its own name"),
+            ("ccs = [\"w\"]\n[variants.v]\ncc = \"amrt\"\n", "variants: v"),
+            ("[presets]\ngemini = \"nope\"\n", "gemini: unknown preset \"nope\" (known: "),
+            ("[presets]\namrt = \"uno-artifact\"\n", "amrt: unknown preset \"uno-artifact\" (known: none)"),
+            ("ccs = [\"v\"]\n[variants.v]\ncc = \"uno\"\npreset = \"x\"\n", "[variants.v]: uno: unknown preset \"x\""),
+            ("[tunables.cubic]\nx = 1\n", "[tunables.cubic]"),
+            ("[[incast]]\nfrom = [\"dc1h3\"]\nto = \"dc1h1\"\nbytes = 0\nat_s = [1.0]\n", "bytes (1..4 GiB)"),
+            ("[[incast]]\nfrom = [\"dc7h3\"]\nto = \"dc1h1\"\nbytes = 10\nat_s = [1.0]\n", "no host 'dc7h3'"),
+        ];
+        for (extra, want) in cases {
+            let text = compose(base, extra);
+            let e = plan_error(&text);
+            assert!(e.contains(want), "{extra:?}: {e}");
+        }
+        assert!(plan_error("bottleneck = \"dc1sw:h1\"\n").contains("no traffic"));
+        let multi = "bottleneck = \"dc2br:wan0\"\nipv6 = true\n[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\n[net]\nwan_paths = 4\n";
+        let cases: &[(&str, &str)] = &[
+            ("reroute = \"ecmp\"\n", "unknown variant `ecmp`"),
+            ("[sweep]\nkey = \"reroute\"\nvalues = [\"single\", \"spray\"]\n", "\"spray\" is not one of"),
+            ("[[events]]\nat_s = 2\nlink = \"wan4\"\naction = \"blackhole\"\n", "'wan4' is not a WAN path (wan0..wan3)"),
+            ("[[events]]\nat_s = 2\nlink = \"wan1\"\naction = \"cut\"\n", "unknown variant `cut`"),
+            ("[[events]]\nat_s = 2\nlink = \"wan1\"\naction = \"heal\"\n", "wan1 is not black-holed"),
+            ("[[events]]\nat_s = 2\nlink = \"wan1\"\naction = \"blackhole\"\n[[events]]\nat_s = 3\nlink = \"wan1\"\naction = \"blackhole\"\n", "wan1 is already black-holed"),
+            ("[[events]]\nat_s = 99\nlink = \"wan1\"\naction = \"blackhole\"\n", "at_s must lie within [0, duration_s)"),
+            ("[[events]]\nat_s = 1\nlink = \"wan1\"\n", "missing field `action`"),
+            ("[[cross]]\nlink = \"wan1\"\nstart_s = 5.0\nstop_s = 4.0\n", "0 <= start_s < stop_s <= duration_s"),
+            ("[[cross]]\nlink = \"wan1\"\nrate = 5\n", "unknown field `rate`"),
+            ("[[cross]]\nlink = \"wan1\"\ncc = \"nope\"\n", "unknown CC 'nope'"),
+            ("[[cross]]\nlink = \"wan1\"\ncc = \"cubic\"\n[[cross]]\nlink = \"wan2\"\n", "one CC"),
+            ("[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\nflows = 0\n", "within 1..=64"),
+        ];
+        for (extra, want) in cases {
+            let text = compose(multi, extra);
+            let e = plan_error(&text);
+            assert!(e.contains(want), "{extra:?}: {e}");
+        }
+        let one = "bottleneck = \"dc2br:wan0\"\n[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\n";
+        assert!(plan_error(&format!("{one}[[events]]\nat_s = 2.0\nlink = \"wan1\"\naction = \"blackhole\"\n")).contains("(wan0..wan0)"));
+        assert!(plan_error(&format!("{one}[net]\nwan_paths = 5\n")).contains("wan_paths = 5 is out of range [1, 4]"));
+        let lossy = format!("{one}[net.wan]\nborder_profile = \"wan-uno-loss-setup1\"\n[[events]]\nat_s = 2.0\nlink = \"wan0\"\naction = \"blackhole\"\n");
+        assert!(plan_error(&lossy).contains("has its own loss"), "{}", plan_error(&lossy));
+    }
+
     #[test]
     fn shipped_cdfs_have_their_papers_means() {
         let ws = cdf("websearch_dctcp_hpcc.txt");
@@ -1495,5 +1603,42 @@ mod tests {
         let inter = flows.iter().filter(|(_, s, d, _)| s[..3] != d[..3]).count() as f64 / flows.len() as f64;
         assert!((inter - 0.5).abs() < 0.03, "{inter}");
         assert_eq!(flows, workload_flows(&w, &t, dur, &testbed_dir()).unwrap(), "the seed draws the same flows");
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use std::path::Path;
+
+    use super::{RunPlan, TestbedScenario};
+
+    fn plans(name: &str) -> Vec<RunPlan> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios").join(format!("{name}.toml"));
+        let (tb, dir) = TestbedScenario::from_file(&path).unwrap();
+        tb.plans(&dir).unwrap()
+    }
+
+    #[test]
+    fn a_reroute_sweep_changes_the_runs_path_choice_not_the_network() {
+        let runs: Vec<_> = plans("h-wan-multipath").into_iter().filter(|r| r.entry == "dctcp").collect();
+        let labels: Vec<&str> = runs.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["reroute=single", "reroute=rto", "reroute=agent"]);
+        let reroutes: Vec<&str> = runs.iter().map(|r| r.settings.reroute.as_str()).collect();
+        assert_eq!(reroutes, ["single", "rto", "agent"]);
+        assert!(runs.iter().all(|r| r.network == runs[0].network));
+        // Its cross traffic's CC is set up after the run's own.
+        assert_eq!(runs[0].setup.iter().map(|s| s.cc.as_str()).collect::<Vec<_>>(), ["dctcp", "cubic"]);
+    }
+
+    #[test]
+    fn a_variant_brings_its_own_profile_preset_and_tunables() {
+        let runs = plans("a-rtt-fairness");
+        let uno = runs.iter().find(|r| r.entry == "uno").unwrap();
+        let gemini = runs.iter().find(|r| r.entry == "gemini").unwrap();
+        // [profiles] uno = "dc-uno-phantom": its ports mark by phantom queue, K override dropped.
+        assert!(uno.network.ports.iter().any(|p| p.phantom));
+        assert!(!gemini.network.ports.iter().any(|p| p.phantom));
+        assert_eq!(gemini.derived["gemini"]["k_bytes"], 300 * 1500, "the scenario's K of 300 packets");
+        assert_eq!(uno.net["net_inter_rtt_us"], 4 * uno.net["net_intra_rtt_us"], "the first sweep point's ratio");
     }
 }

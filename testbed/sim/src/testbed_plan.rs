@@ -43,12 +43,11 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{anyhow, Result};
-use serde::Serialize;
+use anyhow::{anyhow, bail, Result};
+use serde::{Deserialize, Serialize};
 use xdcc_switch::{Marking, Profile, Wan};
 
 use crate::cc::CcKind;
-use crate::testbed::Topology;
 
 /// The DC-facing border port's profile: a byte FIFO.
 pub(crate) const BORDER_DC_PROFILE: &str = "dc-fifo";
@@ -56,6 +55,129 @@ pub(crate) const BORDER_DC_PROFILE: &str = "dc-fifo";
 /// the time scale.
 const GEMINI_T_NS: u64 = 5_000_000;
 const MTU: u64 = 1500;
+
+/// The 2-DC topology after defaults and overrides (`testbed/topologies/*.toml`,
+/// a scenario's `[net]`, a sweep point).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Topology {
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub(crate) description: String,
+    #[serde(default = "default_hosts")]
+    pub(crate) hosts_per_dc: u32,
+    #[serde(default = "one_u32")]
+    pub(crate) wan_paths: u32,
+    #[serde(default)]
+    pub(crate) gso: bool,
+    /// Linux's delayed ACKs on the hosts (the testbed's default); the model's
+    /// receivers ACK every segment, i.e. `delayed_acks = false`.
+    #[serde(default = "yes")]
+    pub(crate) delayed_acks: bool,
+    #[serde(default = "default_time_scale")]
+    pub(crate) time_scale: u64,
+    pub(crate) dc: DcSpec,
+    pub(crate) wan: WanSpec,
+}
+
+fn default_hosts() -> u32 {
+    4
+}
+fn yes() -> bool {
+    true
+}
+fn one_u32() -> u32 {
+    1
+}
+fn default_time_scale() -> u64 {
+    10
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DcSpec {
+    #[serde(default = "default_dc_rate")]
+    pub(crate) rate_mbit: u64,
+    #[serde(default = "default_uplink_rate")]
+    pub(crate) uplink_rate_mbit: u64,
+    #[serde(default = "default_intra_rtt")]
+    pub(crate) intra_rtt_us: u64,
+    #[serde(default = "default_switch_profile")]
+    pub(crate) switch_profile: String,
+    #[serde(default = "default_host_buffer")]
+    pub(crate) host_buffer_pkts: u64,
+    #[serde(default)]
+    pub(crate) k_pkts: u64,
+}
+
+fn default_dc_rate() -> u64 {
+    100
+}
+fn default_uplink_rate() -> u64 {
+    400
+}
+fn default_intra_rtt() -> u64 {
+    2000
+}
+fn default_switch_profile() -> String {
+    "dc-gemini".into()
+}
+fn default_host_buffer() -> u64 {
+    1000
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WanSpec {
+    #[serde(default = "default_wan_rate")]
+    pub(crate) rate_mbit: u64,
+    #[serde(default = "default_ratio")]
+    pub(crate) inter_intra_ratio: u64,
+    #[serde(default = "default_border_profile")]
+    pub(crate) border_profile: String,
+}
+
+fn default_wan_rate() -> u64 {
+    400
+}
+fn default_ratio() -> u64 {
+    10
+}
+fn default_border_profile() -> String {
+    "wan-border".into()
+}
+
+impl Topology {
+    pub(crate) fn inter_rtt_us(&self) -> u64 {
+        self.dc.intra_rtt_us * self.wan.inter_intra_ratio
+    }
+
+    /// Every value within what the namespaces can build, and both
+    /// profiles shipped.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let ranges: [(&str, u64, u64, u64); 10] = [
+            ("hosts_per_dc", self.hosts_per_dc.into(), 1, 32),
+            ("time_scale", self.time_scale, 1, 1000),
+            ("wan_paths", self.wan_paths.into(), 1, 4),
+            ("dc.rate_mbit", self.dc.rate_mbit, 1, 100_000),
+            ("dc.uplink_rate_mbit", self.dc.uplink_rate_mbit, 1, 100_000),
+            ("dc.intra_rtt_us", self.dc.intra_rtt_us, 20, 1_000_000),
+            ("dc.host_buffer_pkts", self.dc.host_buffer_pkts, 10, 100_000),
+            ("dc.k_pkts", self.dc.k_pkts, 0, 100_000),
+            ("wan.rate_mbit", self.wan.rate_mbit, 1, 100_000),
+            ("wan.inter_intra_ratio", self.wan.inter_intra_ratio, 1, 1000),
+        ];
+        for (name, v, lo, hi) in ranges {
+            if !(lo..=hi).contains(&v) {
+                bail!("{name} = {v} is out of range [{lo}, {hi}]");
+            }
+        }
+        for (key, name) in [("dc.switch_profile", &self.dc.switch_profile), ("wan.border_profile", &self.wan.border_profile)] {
+            Profile::load(name).map_err(|e| anyhow!("{key}: {e}"))?;
+        }
+        Ok(())
+    }
+}
 
 /// One run of a testbed scenario on a kernel.
 #[derive(Clone, Debug, Serialize)]
@@ -65,13 +187,41 @@ pub struct RunPlan {
     pub entry: String,
     pub cc: String,
     pub label: String,
+    #[serde(flatten)]
+    pub settings: RunSettings,
     pub network: NetworkPlan,
     pub traffic: Traffic,
+    /// Every CC the run sets up, its own first, then its cross traffic's;
+    /// each xdcc CC is told, in this order, `net`, its `derived` tunables,
+    /// its preset, then its own tunables.
+    pub setup: Vec<CcSetup>,
     /// The network every xdcc CC of the run is told (`net_*` tunables).
     pub net: BTreeMap<String, u64>,
     /// Per xdcc CC of the run, what it cannot derive from `net` (Gemini's K
     /// and T: [`time_scaled_tunables`]).
-    pub tunables: BTreeMap<String, BTreeMap<String, u64>>,
+    pub derived: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+/// What the scenario sets for the run as a whole.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSettings {
+    pub duration_s: u64,
+    pub sample_ms: u64,
+    pub ipv6: bool,
+    /// The ports sampled: the bottleneck ("ns:dev") and the monitored ones.
+    pub bottleneck: String,
+    pub monitor: Vec<String>,
+    /// How senders choose a WAN path (`single`, `rto`, `agent`).
+    pub reroute: String,
+}
+
+/// A CC the run loads: its preset and the scenario's tunables for it (a
+/// variant's over its CC's).
+#[derive(Clone, Debug, Serialize)]
+pub struct CcSetup {
+    pub cc: String,
+    pub preset: Option<String>,
+    pub tunables: BTreeMap<String, u64>,
 }
 
 /// What the run sends: the model's flows too (`testbed.rs`), so that the
@@ -212,12 +362,11 @@ pub struct MarkerPlan {
 
 /// The run's plan: its network from the topology, its traffic, and the
 /// tunables of each xdcc CC it runs (its own and its cross traffic's).
-pub(crate) fn plan(entry: &str, cc: &str, label: &str, t: &Topology, traffic: Traffic) -> Result<RunPlan> {
+pub(crate) fn plan(entry: &str, label: &str, settings: RunSettings, setup: Vec<CcSetup>, t: &Topology, traffic: Traffic) -> Result<RunPlan> {
     let network = network(t)?;
     let dc_profile = load(&t.dc.switch_profile)?;
-    let mut ccs = vec![cc.to_string()];
-    ccs.extend(traffic.cross.iter().map(|c| c.cc.clone()).filter(|c| c != cc));
-    let xdcc: Vec<&String> = ccs.iter().filter(|c| CcKind::parse(c).is_ok()).collect();
+    let cc = setup.first().map(|s| s.cc.clone()).ok_or_else(|| anyhow!("a run needs its CC"))?;
+    let xdcc: Vec<&String> = setup.iter().map(|s| &s.cc).filter(|c| CcKind::parse(c).is_ok()).collect();
     let net = if xdcc.is_empty() {
         BTreeMap::new()
     } else {
@@ -228,8 +377,8 @@ pub(crate) fn plan(entry: &str, cc: &str, label: &str, t: &Topology, traffic: Tr
             ("net_mtu".to_string(), MTU),
         ])
     };
-    let tunables = xdcc.into_iter().map(|c| (c.clone(), time_scaled_tunables(c, t, &dc_profile))).filter(|(_, m)| !m.is_empty()).collect();
-    Ok(RunPlan { entry: entry.into(), cc: cc.into(), label: label.into(), network, traffic, net, tunables })
+    let derived = xdcc.into_iter().map(|c| (c.clone(), time_scaled_tunables(c, t, &dc_profile))).filter(|(_, m)| !m.is_empty()).collect();
+    Ok(RunPlan { entry: entry.into(), cc, label: label.into(), settings, network, traffic, setup, net, derived })
 }
 
 /// What a CC cannot derive from the network it is told: BDPs in bytes are
@@ -657,3 +806,4 @@ mod tests {
         assert!(net("hosts_per_dc = 2").markers.is_empty());
     }
 }
+
