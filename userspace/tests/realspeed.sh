@@ -68,6 +68,16 @@ fi
 # The host backend end to end (testbed/host/run.py): a scenario file's plan
 # built on this kernel, with the model's prediction beside it. DCTCP in the
 # 16-to-1 incast beside a long flow, judged by check_dctcp_incast.py.
-"$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --out "$out/host" | sed 's/^/[realspeed] /'
-"$root/testbed/host/check_dctcp_incast.py" "$out/host" "realspeed: host backend"
+# A busy host can starve one 2 s run (CI once: 88.7 % with cubic itself at
+# 87.8 % of the port in the bench above; quiet, 99.7-99.9 %:
+# testbed/notes/2026-11-28-flakes.md): a failed check runs the scenario once
+# more, and that run is judged in full.
+host_backend() { # host_backend DIR
+    "$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --out "$1" | sed 's/^/[realspeed] /'
+    "$root/testbed/host/check_dctcp_incast.py" "$1" "realspeed: host backend"
+}
+if ! host_backend "$out/host"; then
+    echo "[realspeed] the host backend's check failed (above): running it once more"
+    host_backend "$out/host-again"
+fi
 echo "[realspeed] every CC within its bounds"
