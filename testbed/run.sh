@@ -97,22 +97,29 @@ if ((${#need[@]})); then
     apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# Check the scenario before building or booting anything.
 if [[ $mode == run ]]; then
-    [[ -f $scenario ]] && scenario=$(cd "$(dirname "$scenario")" && pwd)/$(basename "$scenario")
-    /usr/bin/python3 testbed/runner/guest.py check "$scenario" "${guest_args[@]}"
-    name=$(basename "$scenario" .toml)
-    out=${out:-out/$name}
-else
-    out=${out:-out/capacity}
+    scenario_file=$scenario
+    [[ -f $scenario_file ]] || scenario_file=testbed/scenarios/$scenario.toml
+    [[ -f $scenario_file ]] || { echo "testbed/run.sh: no scenario '$scenario' (testbed/run.sh --list)" >&2; exit 2; }
 fi
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 
 echo "[testbed] building the xdcc CLI (switch profiles, tunables), the simulator and the metrics" >&2
 XDCC_BPF_LINKER_DIR=$(ebpf/install-toolchain.sh)
 export XDCC_BPF_LINKER_DIR
 cargo build --release --locked -q -p xdcc -p xdcc-sim -p xdcc-metrics
+
+# Plan the runs (the planner checks the scenario: a bad one stops here,
+# before the kernel is built or the VM booted); the VM only executes the plan.
+if [[ $mode == run ]]; then
+    echo "[testbed] planning the runs: xdcc-sim plan $scenario_file" >&2
+    plan=$(target/release/xdcc-sim plan "$scenario_file" "${guest_args[@]}") || exit 2
+    out=${out:-out/$(basename "$scenario_file" .toml)}
+else
+    out=${out:-out/capacity}
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+[[ $mode != run ]] || printf '%s\n' "$plan" >"$out/plan.json"
 echo "[testbed] building the test kernel and modules (cached)" >&2
 testbed/kernel/build.sh >/dev/null
 
@@ -123,23 +130,21 @@ fi
 
 # The model's prediction for the same scenario (seconds): the report puts it
 # beside the kernel's numbers.
-scenario_file=$scenario
-[[ -f $scenario_file ]] || scenario_file=testbed/scenarios/$scenario.toml
 echo "[testbed] the model's prediction: xdcc-sim run $scenario_file --seeds 3" >&2
 target/release/xdcc-sim run "$scenario_file" --json --seeds 3 "${guest_args[@]}" >"$out/prediction.json"
 
-runs=$(/usr/bin/python3 testbed/runner/guest.py check "$scenario" "${guest_args[@]}" --count)
-limit=$(( runs * ($(/usr/bin/python3 testbed/runner/guest.py check "$scenario" "${guest_args[@]}" --duration-of) + 90) + 120 ))
+read -r runs duration < <(/usr/bin/python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); print(len(p["runs"]), p["runs"][0]["duration_s"])' "$out/plan.json")
+limit=$(( runs * (duration + 90) + 120 ))
 
 # run_once DIR: every run of the scenario in one VM boot, then its report.
 run_once() {
     local dir=$1
     mkdir -p "$dir"
     rm -rf "$dir/raw"
-    [[ $dir == "$out" ]] || cp "$out/prediction.json" "$dir/"
+    [[ $dir == "$out" ]] || cp "$out/prediction.json" "$out/plan.json" "$dir/"
     echo "[testbed] $runs run(s) in the VM (time limit ${limit}s); results in $dir" >&2
     set +e
-    testbed/vm/run.sh --timeout "$limit" --out "$dir" testbed/runner/guest.sh run "$scenario" "$dir" "${guest_args[@]}" \
+    testbed/vm/run.sh --timeout "$limit" --out "$dir" testbed/runner/guest.sh run "$dir" \
         >"$dir/vm.log" 2>&1 &
     local vm=$!
     tail -n +1 -f "$dir/vm.log" --pid=$vm | grep --line-buffered '^\[tb\]\|^error\|Traceback\|File "\|Error\|XDCC-EXIT\|^Warning\|WARNING\|BUG'

@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scenario  # noqa: E402
+from report import scenario_of  # noqa: E402
 
 # Metrics that must hold a number for every run with long flows. (Convergence
 # time may be None: "never converged" is a result, but the key must exist.)
@@ -78,14 +78,13 @@ def problems(out):
     try:
         with open(os.path.join(out, "summary.json")) as fh:
             summary = json.load(fh)
-        with open(os.path.join(out, "scenario.json")) as fh:
-            scen = json.load(fh)
+        scen = scenario_of(out)
         with open(os.path.join(out, "report.md")) as fh:
             report = fh.read()
     except (OSError, ValueError) as e:
         return [f"cannot read results: {e}"], []
     runs = summary["runs"]
-    points = len(scen["sweep"]["values"]) if scen.get("sweep") else 1
+    points = len(scen["points"])
     if len(runs) != points * len(scen["ccs"]):
         bad.append(f"{len(runs)} runs in summary.json, expected {points * len(scen['ccs'])}")
     if sorted({r["cc"] for r in runs}) != sorted(scen["ccs"]):
@@ -110,7 +109,7 @@ def problems(out):
             hi = 1.02 + (r["sample_gap_max_ms"] or 0) / 1000 / w
             if not 0.05 < r["utilization"] <= hi:
                 bad.append(f"{rid}: utilization {r['utilization']:.3f} outside (0.05, {hi:.3f}]")
-        if scen.get("workload") or scen.get("incast"):
+        if scen["sized"]:
             if not r["fct"] or r["fct_count"] == 0:
                 bad.append(f"{rid}: no flow completion times")
             elif r["fct_failed"] > r["fct_count"] // 2:
@@ -120,12 +119,12 @@ def problems(out):
                 bad.append(f"{rid}: {f} missing")
         if f"plots/{rid}.png" not in report:
             bad.append(f"{rid}: not in report.md")
-    xdcc = [r for r in runs if r["cc"] not in scenario.KERNEL_CCS]  # xdcc CCs and variants
+    xdcc = [r for r in runs if r["cc"] in scen["modelled"]]  # xdcc CCs and variants
     if not os.path.isfile(os.path.join(out, "prediction.json")):
         bad.append("prediction.json missing (testbed/run.sh runs xdcc-sim on the scenario)")
     elif xdcc and not any(r.get("model") for r in xdcc):
         bad.append("no run has the model's prediction beside it")
-    sample_ms = scen.get("sample_ms", 100)
+    sample_ms = scen["sample_ms"]
     bad += disagreements([r for r in runs if not stalled(r, sample_ms)])
     void = [f"{d} (void: the guest stalled, sampler gap {r['sample_gap_max_ms']:.0f} ms "
             f"> {STALLED_GAPS:g} x {sample_ms} ms)"

@@ -3,10 +3,12 @@
 CC of a scenario, build the 2-DC topology, configure the CC, run the traffic,
 sample sockets and queues, and write one raw JSON per run to OUT/raw/.
 
-    guest.py run SCENARIO OUT [--cc a,b] [--duration S]
-    guest.py check SCENARIO [--count]  validate a scenario file (host side)
+    guest.py run OUT                   every run of OUT/plan.json (`xdcc-sim plan`)
     guest.py topo-test [SCENARIO]      build, check, tear down (the CI test)
     guest.py capacity OUT              what rates the VM sustains
+
+It holds no scenario default and derives no value: every number it applies
+comes from the plan (testbed/run.sh writes it on the host).
 """
 
 import argparse
@@ -20,7 +22,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns  # noqa: E402
-import scenario as scen  # noqa: E402
 import topology  # noqa: E402
 
 ROOT = topology.ROOT
@@ -29,49 +30,55 @@ XDCC = os.environ.get("XDCC_BIN", os.path.join(ROOT, "target", "release", "xdcc"
 XDCC_TESTBED = os.environ.get("XDCC_TESTBED_BIN", os.path.join(ROOT, "target", "release", "xdcc-testbed"))
 # The planner: every run's network and tunables (`xdcc-sim plan`).
 XDCC_SIM = os.environ.get("XDCC_SIM_BIN", os.path.join(ROOT, "target", "release", "xdcc-sim"))
+SCENARIOS = os.path.join(ROOT, "testbed", "scenarios")
 LONG_PORT0 = 5201
+
+
+class RunError(Exception):
+    """A plan this kernel cannot carry out (a CC it lacks, a bad port)."""
 
 
 def log(*a):
     print(*a, flush=True)
 
 
-def load_cc(cc, run, extra, preset=None):
-    """Kernel side of a CC: load our module, tell it the network (link rate
-    and base RTTs, from which it derives its tunables) and what the plan
-    adds for it (`run["derived"]`: Gemini's time-scaled K and T), its
-    preset (`xdcc tunable preset`), then the scenario's own tunables,
-    validated by the CLI."""
-    if cc in scen.XDCC_CCS and not os.path.isdir(f"/sys/module/tcp_{cc}"):
-        subprocess.run(["insmod", os.path.join(ROOT, "kmods", f"tcp_{cc}.ko")], check=True)
+def load_cc(setup, run):
+    """Kernel side of a CC (one of the plan's `setup`): load its module,
+    tell it the network (link rate and base RTTs, from which it derives its
+    tunables) and what the plan adds for it (`run["derived"]`: Gemini's
+    time-scaled K and T), its preset (`xdcc tunable preset`), then the
+    scenario's own tunables, validated by the CLI."""
+    cc, module = setup["cc"], setup["module"]
+    if module and not os.path.isdir(f"/sys/module/{module}"):
+        subprocess.run(["insmod", os.path.join(ROOT, "kmods", f"{module}.ko")], check=True)
     # A namespace may only make an "allowed" CC its default (EPERM otherwise).
     with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
         avail = f.read().split()
     if cc not in avail:
-        raise scen.ScenarioError(f"CC '{cc}' is not available in this kernel ({' '.join(avail)})")
+        raise RunError(f"CC '{cc}' is not available in this kernel ({' '.join(avail)})")
     with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control", "w") as f:
         f.write(" ".join(avail))
-    if cc not in scen.XDCC_CCS:
+    if not module:
         return {}
     for k, v in list(run["net"].items()) + list(run["derived"].get(cc, {}).items()):
         subprocess.run([XDCC, "tunable", "set", cc, k, str(v)], check=True, capture_output=True, text=True)
-    if preset:
-        subprocess.run([XDCC, "tunable", "preset", cc, preset], check=True, capture_output=True, text=True)
-    for k, v in extra.items():
+    if setup["preset"]:
+        subprocess.run([XDCC, "tunable", "preset", cc, setup["preset"]], check=True, capture_output=True, text=True)
+    for k, v in setup["tunables"].items():
         subprocess.run([XDCC, "tunable", "set", cc, k, str(v)], check=True, capture_output=True, text=True)
     out = subprocess.run([XDCC, "tunable", "list", cc], capture_output=True, text=True).stdout
     return {"tunables": out}
 
 
-def plans(path, ccs=None, duration=None, net=()):
-    """Every run's plan (`xdcc-sim plan`), in the runner's order: sweep
-    points, then `ccs` entries; `net`: topology overrides (KEY=VALUE)."""
-    argv = [XDCC_SIM, "plan", path] + (["--cc", ccs] if ccs else []) + (["--duration", str(duration)] if duration else [])
-    argv += [a for kv in net for a in ("--net", kv)]
+def network_plan(scenario, cc, net):
+    """The network of `scenario`'s first run of `cc` with the topology
+    overrides `net` (KEY=VALUE), from the planner (`xdcc-sim plan`)."""
+    path = scenario if os.path.isfile(scenario) else os.path.join(SCENARIOS, scenario + ".toml")
+    argv = [XDCC_SIM, "plan", path, "--cc", cc] + [a for kv in net for a in ("--net", kv)]
     p = subprocess.run(argv, capture_output=True, text=True)
     if p.returncode != 0:
-        raise scen.ScenarioError(f"xdcc-sim plan: {p.stderr.strip()}")
-    return json.loads(p.stdout)
+        raise RunError(f"xdcc-sim plan: {p.stderr.strip()}")
+    return json.loads(p.stdout)["runs"][0]["network"]
 
 
 def process_ticks():
@@ -154,8 +161,10 @@ def top_softirqs(cpu, n=3):
     return ", ".join(f"{k} {v}/s" for k, v in top) or "no softirq counts"
 
 
-def addr(host, v6):
-    return topology.host_addr(host, v6)
+def addr(net, name, v6):
+    """A host's address (`dc2h3`), or a border router's on one WAN path
+    (`dc1br:wan0`), as the plan's network sets it."""
+    return net["addresses"][name]["ipv6" if v6 else "ipv4"]
 
 
 class Sampler:
@@ -220,13 +229,14 @@ class FlowGen:
 
     PORT = 7000
 
-    def __init__(self, sized, servers, cc, v6, deadline_s, path, preexec_fn=None):
+    def __init__(self, sized, net, cc, v6, deadline_s, path, preexec_fn=None):
         self.meta = []
         flows = []
-        for at, (src, dst, size, kind) in sized:
-            flows.append({"at_s": round(at, 6), "src": src, "dst": addr(dst, v6), "size": int(size), "cc": cc})
-            self.meta.append({"src": src, "dst": dst, "kind": kind, "size": int(size), "at_s": round(at, 3),
-                              "class": "intra" if topology.same_dc(src, dst) else "inter"})
+        for f in sized:
+            flows.append({"at_s": round(f["at_s"], 6), "src": f["src"], "dst": addr(net, f["dst"], v6), "size": f["bytes"], "cc": cc})
+            self.meta.append({"src": f["src"], "dst": f["dst"], "kind": f["kind"], "size": f["bytes"],
+                              "at_s": round(f["at_s"], 3), "class": f["class"]})
+        servers = sorted({f["dst"] for f in sized})
         self.plan, self.out = path + ".plan.json", path + ".ndjson"
         with open(self.plan, "w") as fh:
             json.dump({"port": self.PORT, "servers": servers, "flows": flows, "deadline_s": deadline_s}, fh)
@@ -286,7 +296,7 @@ class FlowGen:
 def parse_port(spec):
     ns, _, dev = spec.partition(":")
     if not dev:
-        raise scen.ScenarioError(f"port '{spec}' must be namespace:interface, e.g. dc1sw:h1")
+        raise RunError(f"port '{spec}' must be namespace:interface, e.g. dc1sw:h1")
     return ns, dev
 
 
@@ -327,7 +337,7 @@ def one_run(scenario, run, out, idx, total):
         _built = (net, applied, work)
     cc_info = {}
     for i, c in enumerate(run["setup"]):
-        info = load_cc(c["cc"], run, c["tunables"], c["preset"])
+        info = load_cc(c, run)
         cc_info = cc_info if i else info
     for h in net["hosts"]:
         netns.sysctl(h, "net.ipv4.tcp_congestion_control", cc)
@@ -340,7 +350,7 @@ def one_run(scenario, run, out, idx, total):
         # ECN only if the SYN asks without ECT or its own CC needs ECN
         # (tcp_ecn_create_request), and a DCTCP-like sender's SYN is ECT: so
         # the receiving router's default CC is the cross traffic's (one CC
-        # for all of it: scenario.py).
+        # for all of it: the planner checks).
         for br in ("dc1br", "dc2br"):
             netns.sysctl(br, "net.ipv4.tcp_congestion_control", c["cc"])
     v6 = run["ipv6"]
@@ -361,7 +371,7 @@ def one_run(scenario, run, out, idx, total):
             port += 1
     for c in traffic["cross"]:
         flows.append({"id": len(flows), "kind": "cross", "src": "dc2br", "dst": "dc1br", "port": port,
-                      "addr": topology.wan_addr(c["path"], 1, v6), "link": f"wan{c['path']}", "streams": c["streams"],
+                      "addr": addr(net, f"dc1br:wan{c['path']}", v6), "link": f"wan{c['path']}", "streams": c["streams"],
                       "cc": c["cc"], "start_s": c["start_s"], "stop_s": c["stop_s"], "class": "inter"})
         port += 1
     events = []  # (time, kind, args): the long flows and cross traffic started, WAN paths failed or healed
@@ -371,10 +381,8 @@ def one_run(scenario, run, out, idx, total):
         events.append((e["at_s"], e["action"], e["path"]))
     events.sort(key=lambda e: e[0])
     dead = set()  # WAN paths black-holed now
-    # (time, (src, dst, size, kind)): sized flows, run by `xdcc-testbed flowgen`
-    sized = sorted(((f["at_s"], (f["src"], f["dst"], f["bytes"], f["kind"])) for f in traffic["sized"]),
-                   key=lambda e: e[0])
-    servers = {dst: None for _, (_, dst, _, _) in sized}
+    # The sized flows in time order, run by `xdcc-testbed flowgen`.
+    sized = sorted(traffic["sized"], key=lambda f: f["at_s"])
     # The sampler's and the flow generator's files are scratch (the run's raw
     # JSON keeps their contents) and live on the guest's tmpfs, not on the
     # 9p-mounted output directory: a write there is a round trip to qemu's
@@ -385,13 +393,11 @@ def one_run(scenario, run, out, idx, total):
     if run["reroute"] == "agent":
         # One agent per sending host; the flow generator is one process, so
         # its flows can be in one host's agent cgroup only.
-        sized_from = {src for _, (src, _, _, _) in sized}
-        if len(sized_from) > 1:
-            raise scen.ScenarioError(f"reroute = agent: sized flows come from {len(sized_from)} hosts "
-                                     f"({', '.join(sorted(sized_from))}); one flow generator joins one host's agent")
+        # (The planner checks that the sized flows come from one host.)
+        sized_from = {f["src"] for f in sized}
         agents = start_agents(sorted(senders | sized_from), scratch)
         gen_agent = agents[next(iter(sized_from))] if sized_from else None
-    gen = FlowGen(sized, sorted(servers), cc, v6, dur + max(10, dur // 2), os.path.join(scratch, "flowgen"),
+    gen = FlowGen(sized, net, cc, v6, dur + max(10, dur // 2), os.path.join(scratch, "flowgen"),
                   preexec_fn=gen_agent.join if gen_agent else None) if sized else None
 
     # iperf3 servers for the long flows (one-off, one per flow).
@@ -428,7 +434,7 @@ def one_run(scenario, run, out, idx, total):
                 log(f"[tb] run {idx}/{total} {run_id}: wan{a} healed at {now:.1f} s")
                 continue
             n = max(1, int(round(a["stop_s"] - a["start_s"])))
-            argv = ["iperf3", "-c", a.get("addr") or addr(a["dst"], v6), "-p", str(a["port"]), "-t", str(n),
+            argv = ["iperf3", "-c", a.get("addr") or addr(net, a["dst"], v6), "-p", str(a["port"]), "-t", str(n),
                     "-C", a.get("cc", cc), "-J", "--connect-timeout", "5000"]
             if a["kind"] == "cross":
                 argv += ["-P", str(a["streams"])]
@@ -593,25 +599,21 @@ def port_rate(applied, ns, dev):
 
 
 def cmd_run(a):
-    s = scen.load(a.scenario, a.cc.split(",") if a.cc else None, a.duration)
+    with open(os.path.join(a.out, "plan.json")) as fh:
+        plan = json.load(fh)
     os.makedirs(os.path.join(a.out, "raw"), exist_ok=True)
-    runs = plans(s["path"], ",".join(s["ccs"]), s["duration_s"])
-    with open(os.path.join(a.out, "scenario.json"), "w") as fh:
-        json.dump({k: v for k, v in s.items()}, fh, indent=1)
-    with open(os.path.join(a.out, "plan.json"), "w") as fh:
-        json.dump(runs, fh, indent=1)
+    runs = plan["runs"]
     for idx, run in enumerate(runs, 1):
-        one_run(s["name"], run, a.out, idx, len(runs))
+        one_run(plan["scenario"]["name"], run, a.out, idx, len(runs))
     topology.teardown()
     log(f"[tb] all {len(runs)} runs done")
 
 
 def cmd_topo_test(a):
-    s = scen.load(a.scenario)
     # Four WAN paths marking ECN at K (an eBPF marker per WAN port: their
     # netem cannot mark), as h-wan-multipath runs them.
     # (dctcp: an entry without a switch profile of its own.)
-    net = plans(s["path"], "dctcp", net=["wan_paths=4", "wan.border_profile=dc-gemini"])[0]["network"]
+    net = network_plan(a.scenario, "dctcp", ["wan_paths=4", "wan.border_profile=dc-gemini"])
     work = "/tmp/xdcc-topo-test"
     os.makedirs(work, exist_ok=True)
     applied = topology.build(net, work, XDCC, log)
@@ -628,7 +630,7 @@ def cmd_topo_test(a):
     for action, want in (("blackhole", False), ("heal", True)):
         getattr(topology, action)(work, 1)
         with netns.inside("dc2h1"):
-            p = subprocess.run(["ping", "-c", "2", "-W", "3", topology.wan_addr(1, 1)], capture_output=True, text=True)
+            p = subprocess.run(["ping", "-c", "2", "-W", "3", addr(net, "dc1br:wan1", False)], capture_output=True, text=True)
         ok = (p.returncode == 0) == want
         log(("PASS: " if ok else "FAIL: ") + f"topology: after {action} on wan1, dc2h1 "
             + ("reaches" if want else "does not reach") + f" dc1br over wan1 (ping rc {p.returncode})")
@@ -637,7 +639,7 @@ def cmd_topo_test(a):
     for src, dst in (("dc1h1", "dc1h2"), ("dc1h1", "dc2h1"), ("dc2h2", "dc1h2")):
         for v6 in (False, True):
             with netns.inside(src):
-                ok = subprocess.run(["ping", "-6" if v6 else "-4", "-c", "2", "-W", "5", addr(dst, v6)],
+                ok = subprocess.run(["ping", "-6" if v6 else "-4", "-c", "2", "-W", "5", addr(net, dst, v6)],
                                     capture_output=True, text=True)
             rtt = ok.stdout.rsplit("=", 1)[-1].strip() if ok.returncode == 0 else ""
             log(("PASS: " if ok.returncode == 0 else "FAIL: ") + f"topology: {src} reaches {dst} "
@@ -652,9 +654,8 @@ def cmd_topo_test(a):
 
 def cmd_capacity(a):
     """The VM's forwarding capacity through the full inter-DC path."""
-    s = scen.load("a-rtt-fairness")
-    net = plans(s["path"], "dctcp", net=["dc.rate_mbit=10000", "dc.uplink_rate_mbit=10000",
-                                             "wan.rate_mbit=10000", "wan.inter_intra_ratio=4"])[0]["network"]
+    net = network_plan("a-rtt-fairness", "dctcp", ["dc.rate_mbit=10000", "dc.uplink_rate_mbit=10000",
+                                                   "wan.rate_mbit=10000", "wan.inter_intra_ratio=4"])
     work = "/tmp/xdcc-capacity"
     os.makedirs(work, exist_ok=True)
     topology.build(net, work, XDCC, log)
@@ -662,7 +663,7 @@ def cmd_capacity(a):
     for name, src, n in (("intra-1", "dc1h2", 1), ("inter-1", "dc2h1", 1), ("inter-4", "dc2h1", 4)):
         srv = netns.popen("dc1h1", ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL)
         time.sleep(0.5)
-        p = netns.run(src, ["iperf3", "-c", addr("dc1h1", False), "-t", "8", "-P", str(n), "-J"], check=False)
+        p = netns.run(src, ["iperf3", "-c", addr(net, "dc1h1", False), "-t", "8", "-P", str(n), "-J"], check=False)
         srv.wait(timeout=20)
         try:
             bps = json.loads(p)["end"]["sum_received"]["bits_per_second"]
@@ -679,35 +680,20 @@ def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
-    r.add_argument("scenario")
-    r.add_argument("out")
-    r.add_argument("--cc")
-    r.add_argument("--duration", type=int)
+    r.add_argument("out", help="the run directory, holding plan.json")
     tt = sub.add_parser("topo-test")
     tt.add_argument("scenario", nargs="?", default="a-rtt-fairness")
-    ck = sub.add_parser("check", help="validate a scenario (no root, no namespaces)")
-    ck.add_argument("scenario")
-    ck.add_argument("--cc")
-    ck.add_argument("--duration", type=int)
-    ck.add_argument("--count", action="store_true", help="print the number of runs")
-    ck.add_argument("--duration-of", action="store_true", help="print the duration of one run")
     c = sub.add_parser("capacity")
     c.add_argument("out")
     a = ap.parse_args()
     try:
         if a.cmd == "run":
             cmd_run(a)
-        elif a.cmd == "check":
-            s = scen.load(a.scenario, a.cc.split(",") if a.cc else None, a.duration)
-            if a.count:
-                print(len(scen.sweep_values(s)) * len(s["ccs"]))
-            elif a.duration_of:
-                print(s["duration_s"])
         elif a.cmd == "topo-test":
             sys.exit(cmd_topo_test(a))
         else:
             cmd_capacity(a)
-    except (scen.ScenarioError, topology.ConfigError) as e:
+    except RunError as e:
         log(f"error: {e}")
         sys.exit(2)
 

@@ -314,8 +314,7 @@ def combine(out, dirs):
             print(f"report.py: {d}: no summary.json ({e.strerror})", file=sys.stderr)
             sys.exit(1)
     try:
-        with open(os.path.join(dirs[0], "scenario.json")) as fh:
-            sc = json.load(fh)
+        sc = scenario_of(dirs[0])
     except OSError:
         sc = {}
     keys, vals = [], {}
@@ -468,6 +467,35 @@ def results(results_md, dirs):
     print(f"report.py: {results_md}: generated section from {len(dirs)} scenario(s)")
 
 
+def scenario_of(out):
+    """What a run directory's report says of its scenario, from its plan
+    (`plan.json`, written by `xdcc-sim plan`), or from the `scenario.json`
+    that runs recorded before the planner: name, description, paper,
+    entries (`ccs`) and sweep labels (`points`), the settings every run
+    shares, the WAN events and cross traffic, whether sized flows run, and
+    which entries the model predicts."""
+    path = os.path.join(out, "plan.json")
+    if os.path.isfile(path):
+        with open(path) as fh:
+            plan = json.load(fh)
+        run = plan["runs"][0]
+        t = run["traffic"]
+        return dict(plan["scenario"], **{k: run[k] for k in ("duration_s", "sample_ms", "bottleneck")},
+                    events=[{"link": f"wan{e['path']}", "action": e["action"], "at_s": e["at_s"]} for e in t["events"]],
+                    cross=[{"link": f"wan{c['path']}", "streams": c["streams"], "start_s": c["start_s"], "stop_s": c["stop_s"]}
+                           for c in t["cross"]],
+                    sized=any(r["traffic"]["sized"] for r in plan["runs"]),
+                    modelled={r["entry"] for r in plan["runs"] if r["modelled"]})
+    with open(os.path.join(out, "scenario.json")) as fh:
+        sc = json.load(fh)
+    sw = sc.get("sweep")
+    return dict(sc, points=[f"{sw['key'].split('.')[-1]}={v}" for v in sw["values"]] if sw else [""],
+                cross=[{"link": c["link"], "streams": c.get("flows", 1), "start_s": c.get("start_s", 0),
+                        "stop_s": c.get("stop_s", sc["duration_s"])} for c in sc.get("cross") or []],
+                sized=bool(sc.get("workload") or sc.get("incast")),
+                modelled={c for c in sc["ccs"] if c not in ("cubic", "bbr", "reno", "vegas")})
+
+
 def network_of(raw):
     """The network a raw run was built on: its plan's (`network`), or the
     topology dict that runs recorded before the planner."""
@@ -494,15 +522,14 @@ def main():
     if not raws:
         print(f"report.py: no runs under {out}/raw/", file=sys.stderr)
         sys.exit(1)
-    with open(os.path.join(out, "scenario.json")) as fh:
-        sc = json.load(fh)
+    sc = scenario_of(out)
     order = {cc: i for i, cc in enumerate(sc["ccs"])}
     defs, analysed = analyze(raws)
     runs = []
     for p, (m, ts) in zip(raws, analysed):
         with open(p) as fh:
             runs.append((json.load(fh), m, ts))
-    labels = [""] + [f"{sc['sweep']['key'].split('.')[-1]}={v}" for v in sc["sweep"]["values"]] if sc.get("sweep") else [""]
+    labels = sc["points"]
     runs.sort(key=lambda r: (labels.index(r[1]["label"]) if r[1]["label"] in labels else 99, order.get(r[1]["cc"], 99)))
     ms = [m for _, m, _ in runs]
     os.makedirs(os.path.join(out, "plots"), exist_ok=True)
@@ -572,9 +599,9 @@ def main():
             md += [""]
     pf = phase_flow_rows(ms, {raw["run_id"]: raw for raw, _, _ in runs})
     if pf:
-        ev = "; ".join(f"{e['link']} {e['action']} at {e['at_s']:g} s" for e in sc.get("events") or [])
-        cross = "; ".join(f"{c.get('flows', 1)} cross flow(s) on {c['link']} {c.get('start_s', 0):g}-"
-                          f"{c.get('stop_s', sc['duration_s']):g} s" for c in sc.get("cross") or [])
+        ev = "; ".join(f"{e['link']} {e['action']} at {e['at_s']:g} s" for e in sc["events"])
+        cross = "; ".join(f"{c['streams']} cross flow(s) on {c['link']} {c['start_s']:g}-{c['stop_s']:g} s"
+                          for c in sc["cross"])
         md += ["## Long flows per phase", "",
                f"Events: {ev}" + (f"; {cross}" if cross else "") + ". Per phase (cut at events and at flow starts and "
                "stops, measured over its second half): the long flows' summed throughput, the flows "

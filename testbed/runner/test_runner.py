@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Unit tests of the testbed runner's host-side parts: metrics, scenario and
-topology validation, addressing. `python3 -m unittest` style;
+"""Unit tests of the testbed runner's host-side parts: metrics, reports,
+what the executor reads of a plan. `python3 -m unittest` style;
 run by test.sh (no root, no VM)."""
 
 import os
@@ -11,7 +11,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import json  # noqa: E402
 import report  # noqa: E402
-import scenario  # noqa: E402
+import subprocess  # noqa: E402
 import topology  # noqa: E402
 import check_report  # noqa: E402
 import guest  # noqa: E402
@@ -68,74 +68,44 @@ class Metrics(unittest.TestCase):
         self.assertIn("bottleneck", str(e.exception))
 
 
-class Scenarios(unittest.TestCase):
-    def test_a_simulator_scenario_says_why_not(self):
-        """The simulator's files describe 10 Gbit/s queues the VM cannot
-        carry: one error that says so and where the scaled-down ones are."""
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sim", "scenarios", "rtt-fairness.toml")
-        with self.assertRaisesRegex(scenario.ScenarioError, r"simulator scenario .* at 10 Gbit/s: .*testbed/run.sh --list"):
-            scenario.load(path)
+class Plan(unittest.TestCase):
+    """What the executor and the report read of a plan (`xdcc-sim plan`, as
+    testbed/run.sh writes it): the planner's own checks and values are
+    tested in testbed/sim."""
 
-    def test_shipped_scenarios_valid(self):
-        for f in os.listdir(os.path.join(scenario.TESTBED, "scenarios")):
-            if f.endswith(".toml"):
-                s = scenario.load(f[:-5])
-                self.assertTrue(s["ccs"])
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp()
+        path = os.path.join(guest.SCENARIOS, "h-wan-multipath.toml")
+        p = subprocess.run([guest.XDCC_SIM, "plan", path, "--cc", "uno,cubic"], capture_output=True, text=True, check=True)
+        with open(os.path.join(cls.dir, "plan.json"), "w") as fh:
+            fh.write(p.stdout)
+        cls.plan = json.loads(p.stdout)
 
-    def bad(self, text, msg):
-        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-            f.write(text)
-        try:
-            with self.assertRaisesRegex(scenario.ScenarioError, msg):
-                scenario.load(f.name)
-        finally:
-            os.unlink(f.name)
+    def test_the_report_reads_the_scenario_from_the_plan(self):
+        sc = report.scenario_of(self.dir)
+        self.assertEqual(sc["name"], "h-wan-multipath")
+        self.assertEqual(sc["ccs"], ["uno", "cubic"])
+        self.assertEqual(sc["points"], ["reroute=single", "reroute=rto", "reroute=agent"])
+        self.assertEqual(sc["modelled"], {"uno"})
+        self.assertEqual(len(self.plan["runs"]), len(sc["points"]) * len(sc["ccs"]))
+        # (The file's [[events]] and [[cross]], as the planner resolved them.)
+        self.assertEqual([(e["link"], e["action"], e["at_s"]) for e in sc["events"]], [("wan2", "blackhole", 6), ("wan2", "heal", 14)])
+        self.assertEqual(sc["cross"], [{"link": "wan3", "streams": 4, "start_s": 14, "stop_s": 24}])
 
-    def test_bad_scenarios(self):
-        base = 'bottleneck = "dc1sw:h1"\n'
-        self.bad(base + "bogus = 1\n", "unknown key 'bogus'")
-        self.bad(base + 'ccs = ["nope"]\n', "unknown CC 'nope'")
-        self.bad(base + "[[long]]\nfrom = [\"dc9h1\"]\nto = \"dc1h1\"\n", "no host 'dc9h1'")
-        self.bad(base + "[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\nstop_s = 99\n", "stop_s")
-        self.bad(base + "[net]\nhosts_per_dc = 0\n", r"hosts_per_dc = 0 is out of range")
-        self.bad(base + "[net.dc]\nswitch_profile = \"nope\"\n", "no switch profile 'nope'")
-        self.bad(base + "[net.dc]\nrate = 5\n", "unknown key 'dc.rate'")
-        self.bad(base + "[workload]\nload = 2.0\n", "load must be in")
-        self.bad(base + "[sweep]\nkey = \"workload.load\"\nvalues = [0.4]\n", "no such \\[workload\\]")
-        self.bad(base + "duration_s = 0\n", "duration_s = 0")
-        self.bad(base + "ccs = [\n", "")  # TOML syntax error: still a ScenarioError
-        self.bad(base + 'ccs = ["v"]\n[variants.v]\ncc = "cubic"\n', "not an xdcc CC")
-        self.bad(base + 'ccs = ["v"]\n[variants.v]\ntunables = {}\n', "needs cc =")
-        self.bad(base + 'ccs = ["v"]\n[variants.v]\ncc = "amrt"\nprofile = "nope"\n', "no switch profile 'nope'")
-        self.bad(base + '[variants.uno]\ncc = "uno"\n', "its own name")
-        self.bad(base + 'ccs = ["w"]\n[variants.v]\ncc = "amrt"\n', "unknown CC 'w'.*variants: v")
-        self.bad(base + '[presets]\ngemini = "nope"\n', "no preset 'nope' for gemini.*uno-artifact")
-        self.bad(base + '[presets]\namrt = "uno-artifact"\n', "no preset 'uno-artifact' for amrt")
-        self.bad(base + 'ccs = ["v"]\n[variants.v]\ncc = "uno"\npreset = "x"\n', r"\[variants.v\]: no preset 'x'")
-
-    def test_bad_multipath_scenarios(self):
-        """The WAN-path keys (reroute, [[events]], [[cross]], [[long]]
-        flows): every mistake is one error naming the key."""
-        base = 'bottleneck = "dc2br:wan0"\nipv6 = true\n[net]\nwan_paths = 4\n'
-        self.bad(base.replace("ipv6", 'reroute = "ecmp"\nipv6'), "reroute = 'ecmp' is not one of single, rto, agent")
-        self.bad(base + '[sweep]\nkey = "reroute"\nvalues = ["single", "spray"]\n', "'spray' is not one of")
-        self.bad(base + '[[events]]\nat_s = 2\nlink = "wan4"\naction = "blackhole"\n', r"'wan4' is not a WAN path \(wan0..wan3\)")
-        self.bad(base + '[[events]]\nat_s = 2\nlink = "wan1"\naction = "cut"\n', "action 'cut' is not one of blackhole, heal")
-        self.bad(base + '[[events]]\nat_s = 2\nlink = "wan1"\naction = "heal"\n', "wan1 is not black-holed")
-        self.bad(base + '[[events]]\nat_s = 2\nlink = "wan1"\naction = "blackhole"\n'
-                 '[[events]]\nat_s = 3\nlink = "wan1"\naction = "blackhole"\n', "wan1 is already black-holed")
-        self.bad(base + '[[events]]\nat_s = 99\nlink = "wan1"\naction = "blackhole"\n', r"at_s must lie within \[0, duration_s\)")
-        self.bad(base + '[[events]]\nat_s = 1\nlink = "wan1"\n', "needs exactly at_s, link")
-        self.bad(base + '[[cross]]\nlink = "wan1"\nstart_s = 5\nstop_s = 4\n', "0 <= start_s < stop_s <= duration_s")
-        self.bad(base + '[[cross]]\nlink = "wan1"\nrate = 5\n', r"unknown key\(s\) rate")
-        self.bad(base + '[[cross]]\nlink = "wan1"\ncc = "nope"\n', "unknown CC 'nope'")
-        self.bad(base + '[[long]]\nfrom = ["dc2h1"]\nto = "dc1h1"\nflows = 0\n', r"flows .* must be an integer in \[1, 64\]")
-        one = 'bottleneck = "dc2br:wan0"\n'
-        self.bad(one + '[[events]]\nat_s = 2\nlink = "wan1"\naction = "blackhole"\n', r"\(wan0..wan0\)")
-        self.bad(one + '[net]\nwan_paths = 5\n', r"wan_paths = 5 is out of range \[1, 4\]")
-        self.bad(one + '[net.wan]\nborder_profile = "wan-uno-loss-setup1"\n'
-                 '[[events]]\nat_s = 2\nlink = "wan0"\naction = "blackhole"\n', "has its own loss")
-
+    def test_every_address_the_executor_uses_is_one_the_plan_sets(self):
+        """guest.addr() reads the plan's addresses, and each is an `ip addr
+        add` line of its namespace in the same plan."""
+        run = self.plan["runs"][0]
+        net = run["network"]
+        for name in list(net["hosts"]) + [f"dc1br:wan{k}" for k in range(net["wan_paths"])]:
+            ns, _, dev = name.partition(":")
+            for v6 in (False, True):
+                a = guest.addr(net, name, v6)
+                self.assertTrue(any(l.startswith(f"addr add {a}/") and l.split(" dev ")[1].split()[0] == (dev or "eth0")
+                                    for l in net["ip"][ns]), (name, a))
+        for f in run["traffic"]["sized"] + run["traffic"]["long"]:
+            self.assertEqual(f["class"], "intra" if f["src"][:3] == f["dst"][:3] else "inter")
 
 
 def read(path):
@@ -148,13 +118,6 @@ class Topology(unittest.TestCase):
     markers, Gemini's K and T) is the planner's, tested in
     testbed/sim/src/testbed_plan.rs."""
 
-    def test_addresses(self):
-        self.assertEqual(topology.host_addr("dc2h3"), "10.2.3.2")
-        self.assertEqual(topology.host_addr("dc2h3", True), "fd00:2:3::2")
-        self.assertTrue(topology.same_dc("dc1h1", "dc1h4"))
-        self.assertFalse(topology.same_dc("dc1h1", "dc2h1"))
-        self.assertEqual(topology.wan_addr(3, 1, True), "fd00:200:3::1")
-
     def test_blackhole_keeps_the_ports_delay_and_buffer(self):
         """The black hole changes only netem's loss on the WAN port's leaf,
         keeping the delay and buffer of the profile the plan gave it."""
@@ -166,11 +129,6 @@ class Topology(unittest.TestCase):
             self.assertEqual(leaf[:9], ["qdisc", "change", "dev", "wan1", "parent", "1:1", "handle", "10:", "netem"])
             self.assertEqual(leaf[9:], ["delay", "9000us", "limit", "90", "loss", "random", "100%"])
 
-    def test_delayed_acks_must_be_a_bool(self):
-        t = topology.load(os.path.join(scenario.TESTBED, "topologies", "two-dc.toml"))
-        for bad in (1, "no"):
-            with self.assertRaisesRegex(topology.ConfigError, "'delayed_acks' must be a bool"):
-                topology.merge(t, {"delayed_acks": bad})
 
 
 class GuestCpu(unittest.TestCase):

@@ -7,18 +7,12 @@ port, profile, link, route and marker is derived and documented):
 build() creates the namespaces, runs the plan's `ip` lines, sets each
 host NIC's netem, writes and applies every port's profile (`xdcc switch
 apply`) and starts the plan's eBPF markers (`xdcc mark-phantom`,
-`xdcc mark-amrt`) until teardown(). Addresses: host I of DC D is
-10.D.I.2/24 and fd00:D:I::2/64; WAN path K 10.200.K.0/24 (dc1br .1, dc2br
-.2), the same in fd00::/8. `blackhole()` makes dc2br silently drop
+`xdcc mark-amrt`) until teardown(); the plan names every address it sets
+(`network.addresses`). `blackhole()` makes dc2br silently drop
 everything it sends on one WAN path (netem loss 100 %, routes unchanged)
 and `heal()` undoes it.
-
-What remains here of the topology's meaning — load(), its DEFAULTS and
-validate(), read by scenario.py's checks — is also testbed.rs's and goes
-with the scenario checks' move to the planner.
 """
 
-import copy
 import os
 import subprocess
 import socket
@@ -28,119 +22,6 @@ import tomllib
 import netns
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROFILE_DIR = os.path.join(ROOT, "switch-config", "profiles")
-
-DEFAULTS = {
-    "description": "",
-    "hosts_per_dc": 4,
-    "wan_paths": 1,
-    "gso": False,
-    "delayed_acks": True,
-    "time_scale": 10,
-    "dc": {"rate_mbit": 100, "intra_rtt_us": 2000, "uplink_rate_mbit": 400,
-           "switch_profile": "dc-gemini", "host_buffer_pkts": 1000, "k_pkts": 0},
-    "wan": {"rate_mbit": 400, "inter_intra_ratio": 10, "border_profile": "wan-border"},
-}
-
-
-class ConfigError(Exception):
-    pass
-
-
-def merge(base, over, where=""):
-    """Deep-merge `over` into a copy of `base`; unknown keys are errors."""
-    out = copy.deepcopy(base)
-    for k, v in over.items():
-        if k not in base:
-            raise ConfigError(f"unknown key '{where}{k}' (known: {', '.join(sorted(base))})")
-        if isinstance(base[k], dict):
-            if not isinstance(v, dict):
-                raise ConfigError(f"'{where}{k}' must be a table")
-            out[k] = merge(base[k], v, f"{where}{k}.")
-        else:
-            # (ints where ints go; bool is an int to Python but not here)
-            if type(v) is not type(base[k]) and not (
-                    type(base[k]) is int and isinstance(v, int) and not isinstance(v, bool)):
-                raise ConfigError(f"'{where}{k}' must be a {type(base[k]).__name__}, not {v!r}")
-            out[k] = v
-    return out
-
-
-def load(path, overrides=None):
-    try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: {e}") from None
-    t = merge(DEFAULTS, raw)
-    if overrides:
-        t = merge(t, overrides)
-    validate(t)
-    return t
-
-
-def validate(t):
-    def rng(name, v, lo, hi):
-        if not lo <= v <= hi:
-            raise ConfigError(f"{name} = {v} is out of range [{lo}, {hi}]")
-    rng("hosts_per_dc", t["hosts_per_dc"], 1, 32)
-    rng("time_scale", t["time_scale"], 1, 1000)
-    rng("wan_paths", t["wan_paths"], 1, 4)
-    rng("dc.rate_mbit", t["dc"]["rate_mbit"], 1, 100_000)
-    rng("dc.uplink_rate_mbit", t["dc"]["uplink_rate_mbit"], 1, 100_000)
-    rng("dc.intra_rtt_us", t["dc"]["intra_rtt_us"], 20, 1_000_000)
-    rng("dc.host_buffer_pkts", t["dc"]["host_buffer_pkts"], 10, 100_000)
-    rng("dc.k_pkts", t["dc"]["k_pkts"], 0, 100_000)
-    rng("wan.rate_mbit", t["wan"]["rate_mbit"], 1, 100_000)
-    rng("wan.inter_intra_ratio", t["wan"]["inter_intra_ratio"], 1, 1000)
-    for key in ("dc.switch_profile", "wan.border_profile"):
-        sec, name = key.split(".")
-        profile_path(t[sec][name])
-
-
-def profile_path(name):
-    p = name if name.endswith(".toml") else os.path.join(PROFILE_DIR, name + ".toml")
-    if not os.path.isfile(p):
-        raise ConfigError(f"no switch profile '{name}' (shipped: {', '.join(shipped_profiles())})")
-    return p
-
-
-def shipped_profiles():
-    return sorted(f[:-5] for f in os.listdir(PROFILE_DIR) if f.endswith(".toml"))
-
-
-def inter_rtt_us(t):
-    return t["dc"]["intra_rtt_us"] * t["wan"]["inter_intra_ratio"]
-
-
-def host_name(dc, i):
-    return f"dc{dc}h{i}"
-
-
-def hosts(t, dc=None):
-    dcs = [dc] if dc else [1, 2]
-    return [host_name(d, i) for d in dcs for i in range(1, t["hosts_per_dc"] + 1)]
-
-
-
-
-def host_addr(name, v6=False):
-    """dc2h3 -> 10.2.3.2 / fd00:2:3::2."""
-    d, i = parse_host(name)
-    return f"fd00:{d}:{i}::2" if v6 else f"10.{d}.{i}.2"
-
-
-def parse_host(name):
-    try:
-        assert name.startswith("dc") and "h" in name
-        d, i = name[2:].split("h")
-        return int(d), int(i)
-    except (AssertionError, ValueError):
-        raise ConfigError(f"'{name}' is not a host name (dcDhI, e.g. dc1h2)") from None
-
-
-def same_dc(a, b):
-    return parse_host(a)[0] == parse_host(b)[0]
 
 
 def build(net, workdir, xdcc_bin, log=print):
@@ -204,11 +85,6 @@ def blackhole(workdir, k):
 
 def heal(workdir, k):
     netns.run("dc2br", ["tc"] + _wan_leaf(workdir, k, 0))
-
-
-def wan_addr(k, dc, v6=False):
-    """dcDbr's address on WAN path k (only that path reaches it)."""
-    return f"fd00:200:{k}::{dc}" if v6 else f"10.200.{k}.{dc}"
 
 
 def tc_time(us):
@@ -281,8 +157,8 @@ def verify(net):
     for h in net["hosts"]:
         a4 = netns.run(h, ["ip", "-4", "-o", "addr", "show", "dev", "eth0"], check=False)
         a6 = netns.run(h, ["ip", "-6", "-o", "addr", "show", "dev", "eth0"], check=False)
-        check(f"{h} has {host_addr(h)} and {host_addr(h, True)}",
-              f" {host_addr(h)}/24 " in a4 and f" {host_addr(h, True)}/64 " in a6)
+        v4, v6 = net["addresses"][h]["ipv4"], net["addresses"][h]["ipv6"]
+        check(f"{h} has {v4} and {v6}", f" {v4}/24 " in a4 and f" {v6}/64 " in a6)
         r = netns.run(h, ["ip", "route", "show", "default"], check=False)
         check(f"{h} delays ACKs" if net["delayed_acks"] else f"{h} ACKs every segment (route quickack 1)",
               ("quickack 1" in r) != net["delayed_acks"])

@@ -221,7 +221,7 @@ fn run(cli: Cli) -> Result<()> {
                 for kv in &net {
                     net_override(&mut tb, kv).with_context(|| format!("--net {kv}"))?;
                 }
-                println!("{}", serde_json::to_string_pretty(&tb.plans(&dir)?)?);
+                println!("{}", serde_json::to_string_pretty(&tb.plan(&stem(&scenario), &dir)?)?);
                 return Ok(());
             }
             if !net.is_empty() {
@@ -292,10 +292,10 @@ fn testbed_with(path: &std::path::Path, cc: &[String], duration: Option<u64>) ->
         tb.duration_s = d;
     }
     if !cc.is_empty() {
-        // As the testbed runner: a CC of `ccs`, a [variants] entry (which
-        // `ccs` need not list) or any xdcc CC.
+        // A CC of `ccs`, a [variants] entry (which `ccs` need not list), any
+        // xdcc CC or a kernel CC.
         for c in cc {
-            if !tb.ccs.contains(c) && !tb.variants.contains_key(c) && xdcc_sim::CcKind::parse(c).is_err() {
+            if !tb.ccs.contains(c) && !tb.variants.contains_key(c) && xdcc_sim::CcKind::parse(c).is_err() && !xdcc_sim::testbed::KERNEL_CCS.contains(&c.as_str()) {
                 let variants: Vec<&str> = tb.variants.keys().map(String::as_str).collect();
                 anyhow::bail!("--cc {c}: not in the scenario's ccs ({}) or variants ({})", tb.ccs.join(", "), if variants.is_empty() { "none".into() } else { variants.join(", ") });
             }

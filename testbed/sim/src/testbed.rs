@@ -35,13 +35,13 @@
 //! jitter and Gilbert–Elliott loss, delayed ACKs, the ACK path's queues, the
 //! guest's scheduling stalls, and of the agent's rerouter what PLB does not
 //! do (moves after lossy rounds, avoiding paths recently left, spreading
-//! new connections over path ids). Workload flows are drawn from the same
-//! CDFs and Poisson process with the same parameters, but from the
-//! simulator's random source: the same distribution, not the same flows.
+//! new connections over path ids). The sized flows (incasts, the workload
+//! drawn once from its CDFs and seed) are the plan's: the kernel and the
+//! model run the same flows.
 //!
-//! What the runner validates (`testbed/runner/scenario.py`) is validated
-//! here with the same rules where the model depends on it; the testbed's
-//! own check runs before every VM run.
+//! Every check of a scenario is here ([`TestbedScenario::validate`] and the
+//! plan's per-point checks): `testbed/run.sh` plans a scenario on the host
+//! before anything is booted, and the VM's executor only carries it out.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -53,7 +53,7 @@ use xdcc_switch::{Marking as SwMarking, Profile};
 
 use crate::cc::CcKind;
 use crate::scenario::{FlowSpec, LbSpec, Marking, NetSpec, Phantom, QueueSpec, RtoBackoff, Scenario};
-use crate::testbed_plan::{CcSetup, CrossFlow, LongFlow, PathEvent, RunPlan, RunSettings, SizedFlow, Topology, Traffic};
+use crate::testbed_plan::{CcSetup, CrossFlow, LongFlow, PathEvent, RunPlan, RunSettings, ScenarioInfo, ScenarioPlan, SizedFlow, Topology, Traffic};
 use crate::topology::{Failure, LossModel, TopologyKind, TopologySpec};
 use crate::RunReport;
 
@@ -71,7 +71,7 @@ const LINUX_MIN_RTO_US: f64 = 200_000.0;
 const LINUX_RECEIVE_WINDOW: crate::scenario::ReceiveWindow = crate::scenario::ReceiveWindow { init_kb: 64.0, max_kb: 3072.0 };
 const MTU: u64 = 1500;
 
-/// A testbed scenario file, as `scenario.py` reads it.
+/// A testbed scenario file (`testbed/scenarios/`).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestbedScenario {
@@ -456,6 +456,20 @@ impl TestbedScenario {
 
     /// Every (entry, sweep point) as the network and tunables a kernel run
     /// builds (`xdcc-sim plan`; [`crate::testbed_plan`]).
+    /// The scenario's plan: its name, description and entries, and
+    /// [`Self::plans`].
+    pub fn plan(&self, name: &str, testbed_dir: &Path) -> Result<ScenarioPlan> {
+        let runs = self.plans(testbed_dir)?;
+        let mut points: Vec<String> = Vec::new();
+        for r in &runs {
+            if !points.contains(&r.label) {
+                points.push(r.label.clone());
+            }
+        }
+        let scenario = ScenarioInfo { name: name.into(), description: self.description.clone(), paper: self.paper.clone(), ccs: self.ccs.clone(), points };
+        Ok(ScenarioPlan { scenario, runs })
+    }
+
     pub fn plans(&self, testbed_dir: &Path) -> Result<Vec<RunPlan>> {
         self.each_run(testbed_dir, |base, entry, label, over| {
             let (cc, profile, preset, tunables) = self.resolve(entry)?;
@@ -463,12 +477,20 @@ impl TestbedScenario {
             // (The WAN events' order and the border profile's loss.)
             self.wan_failures(&t, self.duration_s as f64)?;
             let traffic = self.traffic(&t, workload, &cc, self.duration_s as f64, testbed_dir)?;
+            if reroute == Reroute::Agent {
+                // One agent per sending host, and the flow generator is one
+                // process: its flows can join one host's agent only.
+                let from: std::collections::BTreeSet<&str> = traffic.sized.iter().map(|f| f.src.as_str()).collect();
+                if from.len() > 1 {
+                    bail!("reroute = agent: sized flows come from {} hosts ({}); one flow generator joins one host's agent", from.len(), from.into_iter().collect::<Vec<_>>().join(", "));
+                }
+            }
             // The run's CC with its entry's preset and tunables, then the
             // cross traffic's with the scenario's for that CC.
-            let mut setup = vec![CcSetup { cc: cc.clone(), preset, tunables }];
+            let mut setup = vec![CcSetup::new(&cc, preset, tunables)];
             for c in &traffic.cross {
                 if setup.iter().all(|s| s.cc != c.cc) {
-                    setup.push(CcSetup { cc: c.cc.clone(), preset: self.presets.get(&c.cc).cloned(), tunables: self.tunables.get(&c.cc).cloned().unwrap_or_default() });
+                    setup.push(CcSetup::new(&c.cc, self.presets.get(&c.cc).cloned(), self.tunables.get(&c.cc).cloned().unwrap_or_default()));
                 }
             }
             let settings = RunSettings {
@@ -552,8 +574,8 @@ impl TestbedScenario {
         Ok((t, workload, reroute))
     }
 
-    /// (CC, switch profile, preset, tunables) of a `ccs` entry:
-    /// `scenario.py`'s `resolve`.
+    /// (CC, switch profile, preset, tunables) of a `ccs` entry (a CC or a
+    /// `[variants]` name).
     fn resolve(&self, entry: &str) -> Result<(String, Option<String>, Option<String>, BTreeMap<String, u64>)> {
         match self.variants.get(entry) {
             None => Ok((
@@ -745,7 +767,7 @@ impl TestbedScenario {
             }
             for &at in &g.at_s {
                 for src in &g.from {
-                    sized.push(SizedFlow { at_s: at, src: src.clone(), dst: g.to.clone(), bytes: g.bytes, kind: "incast".into() });
+                    sized.push(SizedFlow { at_s: at, src: src.clone(), dst: g.to.clone(), bytes: g.bytes, kind: "incast".into(), class: class(src, &g.to)?.into() });
                 }
             }
         }
@@ -755,7 +777,8 @@ impl TestbedScenario {
                 parse_host(h, t).context("[workload]")?;
             }
             for (at, src, dst, bytes) in workload_flows(&w, t, dur, dir)? {
-                sized.push(SizedFlow { at_s: at, src, dst, bytes, kind: "workload".into() });
+                let class = class(&src, &dst)?.into();
+                sized.push(SizedFlow { at_s: at, src, dst, bytes, kind: "workload".into(), class });
             }
         }
         let cross = self
@@ -1550,6 +1573,10 @@ mod tests {
             ("[[cross]]\nlink = \"wan1\"\ncc = \"nope\"\n", "unknown CC 'nope'"),
             ("[[cross]]\nlink = \"wan1\"\ncc = \"cubic\"\n[[cross]]\nlink = \"wan2\"\n", "one CC"),
             ("[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\nflows = 0\n", "within 1..=64"),
+            (
+                "reroute = \"agent\"\n[[incast]]\nfrom = [\"dc2h2\", \"dc2h3\"]\nto = \"dc1h1\"\nbytes = 10000\nat_s = [1.0]\n",
+                "reroute = agent: sized flows come from 2 hosts (dc2h2, dc2h3)",
+            ),
         ];
         for (extra, want) in cases {
             let text = compose(multi, extra);

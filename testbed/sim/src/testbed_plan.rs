@@ -179,6 +179,28 @@ impl Topology {
     }
 }
 
+/// A testbed scenario's plan (`xdcc-sim plan`): what the report says the
+/// scenario is, and every run an executor carries out, in order.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioPlan {
+    pub scenario: ScenarioInfo,
+    pub runs: Vec<RunPlan>,
+}
+
+/// The scenario as its report names it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioInfo {
+    /// The file's stem.
+    pub name: String,
+    pub description: String,
+    /// The paper's claim the scenario checks (empty: none).
+    pub paper: String,
+    /// The entries run at each point (after `--cc`), in order.
+    pub ccs: Vec<String>,
+    /// The sweep's labels in order (`[""]` without a sweep).
+    pub points: Vec<String>,
+}
+
 /// One run of a testbed scenario on a kernel.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunPlan {
@@ -187,6 +209,9 @@ pub struct RunPlan {
     pub entry: String,
     pub cc: String,
     pub label: String,
+    /// Whether `xdcc-sim run` predicts this run (an xdcc CC; a kernel CC
+    /// such as cubic has no model).
+    pub modelled: bool,
     #[serde(flatten)]
     pub settings: RunSettings,
     pub network: NetworkPlan,
@@ -220,8 +245,18 @@ pub struct RunSettings {
 #[derive(Clone, Debug, Serialize)]
 pub struct CcSetup {
     pub cc: String,
+    /// The kernel module an xdcc CC comes in (`tcp_<cc>`); none for a
+    /// kernel CC (cubic), which has no tunables either.
+    pub module: Option<String>,
     pub preset: Option<String>,
     pub tunables: BTreeMap<String, u64>,
+}
+
+impl CcSetup {
+    pub fn new(cc: &str, preset: Option<String>, tunables: BTreeMap<String, u64>) -> Self {
+        let module = CcKind::parse(cc).is_ok().then(|| format!("tcp_{cc}"));
+        CcSetup { cc: cc.into(), module, preset, tunables }
+    }
 }
 
 /// What the run sends: the model's flows too (`testbed.rs`), so that the
@@ -277,6 +312,8 @@ pub struct SizedFlow {
     pub bytes: u64,
     /// `incast` or `workload`.
     pub kind: String,
+    /// `intra` or `inter`-DC.
+    pub class: String,
 }
 
 /// Everything the executor builds, in the order it builds it.
@@ -301,10 +338,31 @@ pub struct NetworkPlan {
     /// per namespace (addresses, links up, routes).
     pub veths: Vec<String>,
     pub ip: BTreeMap<String, Vec<String>>,
+    /// Every host's address (`dc2h3`) and every border router's on each WAN
+    /// path (`dc1br:wan0`, which only that path reaches), as `ip` sets them.
+    pub addresses: BTreeMap<String, Address>,
     /// Every host's eth0: netem delay and rate, its limit in packets.
     pub host_nic: HostNic,
     pub ports: Vec<PortPlan>,
     pub markers: Vec<MarkerPlan>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Address {
+    pub ipv4: String,
+    pub ipv6: String,
+}
+
+impl Address {
+    /// Host I of DC D: 10.D.I.2, fd00:D:I::2 (its switch port is .1).
+    fn host(d: u32, i: u32) -> Self {
+        Address { ipv4: format!("10.{d}.{i}.2"), ipv6: format!("fd00:{d}:{i}::2") }
+    }
+
+    /// DC D's border router on WAN path K: 10.200.K.D, fd00:200:K::D.
+    fn wan(k: u32, d: u32) -> Self {
+        Address { ipv4: format!("10.200.{k}.{d}"), ipv6: format!("fd00:200:{k}::{d}") }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -378,7 +436,8 @@ pub(crate) fn plan(entry: &str, label: &str, settings: RunSettings, setup: Vec<C
         ])
     };
     let derived = xdcc.into_iter().map(|c| (c.clone(), time_scaled_tunables(c, t, &dc_profile))).filter(|(_, m)| !m.is_empty()).collect();
-    Ok(RunPlan { entry: entry.into(), cc, label: label.into(), settings, network, traffic, setup, net, derived })
+    let modelled = CcKind::parse(&cc).is_ok();
+    Ok(RunPlan { entry: entry.into(), cc, label: label.into(), modelled, settings, network, traffic, setup, net, derived })
 }
 
 /// What a CC cannot derive from the network it is told: BDPs in bytes are
@@ -429,6 +488,12 @@ fn network(t: &Topology) -> Result<NetworkPlan> {
     let hosts: Vec<String> = (1..=2).flat_map(|d| (1..=n).map(move |i| host_name(d, i))).collect();
     let routers: Vec<String> = ["dc1sw", "dc2sw", "dc1br", "dc2br"].map(String::from).into();
     let (veths, ip) = links(t, &hosts, &routers);
+    let mut addresses: BTreeMap<String, Address> = (1..=2).flat_map(|d| (1..=n).map(move |i| (host_name(d, i), Address::host(d, i)))).collect();
+    for k in 0..t.wan_paths {
+        for d in 1..=2 {
+            addresses.insert(format!("dc{d}br:wan{k}"), Address::wan(k, d));
+        }
+    }
     let ports = ports(t)?;
     let markers = markers(t, &ports)?;
     Ok(NetworkPlan {
@@ -443,6 +508,7 @@ fn network(t: &Topology) -> Result<NetworkPlan> {
         wan_rate_mbit: t.wan.rate_mbit,
         veths,
         ip,
+        addresses,
         host_nic: HostNic { delay_us: t.dc.intra_rtt_us / 2, rate_mbit: t.dc.rate_mbit, limit_pkts: t.dc.host_buffer_pkts },
         ports,
         markers,
@@ -464,12 +530,13 @@ fn links(t: &Topology, hosts: &[String], routers: &[String]) -> (Vec<String>, BT
         let (sw, br) = (format!("dc{d}sw"), format!("dc{d}br"));
         for i in 1..=n {
             let h = host_name(d, i);
+            let a = Address::host(d, i);
             veth(&h, "eth0", &sw, &format!("h{i}"));
             add(
                 &h,
                 vec![
-                    format!("addr add 10.{d}.{i}.2/24 dev eth0"),
-                    format!("addr add fd00:{d}:{i}::2/64 dev eth0 nodad"),
+                    format!("addr add {}/24 dev eth0", a.ipv4),
+                    format!("addr add {}/64 dev eth0 nodad", a.ipv6),
                     "link set lo up".into(),
                     "link set eth0 up".into(),
                     format!("route add default via 10.{d}.{i}.1{quickack}"),
@@ -505,12 +572,13 @@ fn links(t: &Topology, hosts: &[String], routers: &[String]) -> (Vec<String>, BT
     for k in 0..t.wan_paths {
         veth("dc1br", &format!("wan{k}"), "dc2br", &format!("wan{k}"));
         for d in 1..=2u32 {
-            add(&format!("dc{d}br"), vec![format!("addr add 10.200.{k}.{d}/24 dev wan{k}"), format!("addr add fd00:200:{k}::{d}/64 dev wan{k} nodad"), format!("link set wan{k} up")]);
+            let a = Address::wan(k, d);
+            add(&format!("dc{d}br"), vec![format!("addr add {}/24 dev wan{k}", a.ipv4), format!("addr add {}/64 dev wan{k} nodad", a.ipv6), format!("link set wan{k} up")]);
         }
     }
     for (d, other) in [(1u32, 2u32), (2, 1)] {
-        let hops4: Vec<String> = (0..t.wan_paths).map(|k| format!("10.200.{k}.{other}")).collect();
-        let hops6: Vec<String> = (0..t.wan_paths).map(|k| format!("fd00:200:{k}::{other}")).collect();
+        let hops4: Vec<String> = (0..t.wan_paths).map(|k| Address::wan(k, other).ipv4).collect();
+        let hops6: Vec<String> = (0..t.wan_paths).map(|k| Address::wan(k, other).ipv6).collect();
         let via = |hops: &[String]| {
             if hops.len() == 1 {
                 format!("via {}", hops[0])
