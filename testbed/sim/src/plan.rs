@@ -184,6 +184,13 @@ pub fn plan(sc: &Scenario, cc: &str, ex: Executor) -> Result<HostPlan> {
             f.host_rate_gbps.unwrap_or(q.rate_bps / 1e9)
         ));
     }
+    // Each group is a sender namespace of its own in the executors.
+    for f in sc.flows.iter().filter(|f| f.host.is_some()) {
+        let h = f.host.as_deref().unwrap_or_default();
+        if sc.flows.iter().filter(|g| g.host.as_deref() == Some(h)).count() > 1 {
+            notes.push(format!("flows.{}: shares host {h}'s NIC in the model; the executor gives each group a sender of its own", f.name));
+        }
+    }
     let rate_mbit = slower_rate((q.rate_bps / 1e6).round() as u64, ex.time_scale, &format!("queues.{}.rate_gbps", q.name))?;
     let profile = if ex.qdisc_marking { Some(port_profile(sc, q, rate_mbit)?) } else { None };
     let marker = match (&q.phantom, &q.marking) {

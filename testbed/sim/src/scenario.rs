@@ -336,6 +336,12 @@ pub struct FlowSpec {
     /// Sender NIC rate (default: the first queue's rate).
     #[serde(default)]
     pub host_rate_gbps: Option<f64>,
+    /// The sending host, by name: every flow of the groups that name the
+    /// same host shares one NIC at their `host_rate_gbps` (each sets it,
+    /// alike), as Linux's TCP small queues share a host's qdisc between its
+    /// sockets (`sim.rs`, `SharedNic`). None: each flow has a NIC of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Algorithm for this group, overriding the run's algorithm.
     #[serde(default)]
     pub cc: Option<String>,
@@ -779,6 +785,15 @@ impl Scenario {
         }
         if let Some(r) = f.host_rate_gbps {
             pos(&format!("flows.{}.host_rate_gbps", f.name), r)?;
+        }
+        if let Some(h) = &f.host {
+            // A shared NIC: of flows over queues in series, at one rate.
+            if h.is_empty() || self.topology.is_some() || f.host_rate_gbps.is_none() {
+                bail!("flows.{}.host: a non-empty name, for flows over [[queues]] (not a topology), with host_rate_gbps set", f.name);
+            }
+            if let Some(g) = self.flows.iter().find(|g| g.host.as_ref() == Some(h) && g.host_rate_gbps != f.host_rate_gbps) {
+                bail!("flows.{}.host_rate_gbps: host {h}'s NIC runs at one rate, and flows.{} gives another", f.name, g.name);
+            }
         }
         if let Some(c) = &f.cc {
             CcKind::parse(c).with_context(|| format!("flows.{}.cc", f.name))?;

@@ -107,6 +107,8 @@ enum Ev {
     RecvArrive(u32),
     AckArrive(u32),
     SenderWake(u32),
+    /// A packet of (flow, bytes) left its host's shared NIC ([`SharedNic`]).
+    NicDepart(u32, u32),
     RtoCheck(u32),
     /// RACK's reordering timer of a flow.
     RackTimer(u32),
@@ -382,6 +384,10 @@ pub(crate) struct Flow {
     outstanding: VecDeque<Sent>,
     retx: VecDeque<(u64, u32)>,
     nic_free_ns: u64,
+    /// The host NIC the flow shares with its host's other flows (an index
+    /// into `Sim::nics`), and its bytes queued there.
+    nic: Option<u32>,
+    nic_bytes: u64,
     /// When the last packet sent reaches the first queue (jitter keeps order).
     first_hop_arrival_ns: u64,
     next_pace_ns: u64,
@@ -445,6 +451,7 @@ struct FlowSetup {
     hop_delay_ns: u64,
     ack_delay_ns: u64,
     host_rate_bps: f64,
+    nic: Option<u32>,
     rtt_ns: u64,
     start_ns: u64,
     stop_ns: Option<u64>,
@@ -482,6 +489,8 @@ impl Flow {
             outstanding: VecDeque::new(),
             retx: VecDeque::new(),
             nic_free_ns: 0,
+            nic: f.nic,
+            nic_bytes: 0,
             first_hop_arrival_ns: 0,
             next_pace_ns: 0,
             wake_at: None,
@@ -583,6 +592,35 @@ pub struct Series {
     pub drops: Vec<Vec<u64>>,
 }
 
+/// A host NIC its flows share (`host` in a flow group), as a Linux host's
+/// qdisc over its NIC: one FIFO at the NIC's rate, in which each socket
+/// keeps at most its TCP-small-queues budget ([`tsq_limit`]); the rest of
+/// its window waits in the socket until one of its packets leaves. The
+/// shares follow the budgets, i.e. the flows' pacing rates. (netem's
+/// packet limit is not modelled: the budgets keep the FIFO far below it.)
+struct SharedNic {
+    rate_bps: f64,
+    /// When the FIFO's last packet leaves.
+    last_depart_ns: u64,
+}
+
+/// Linux's TCP small queues (`tcp_small_queue_check`): a socket keeps at
+/// most about 1 ms of its pacing rate (`sk_pacing_shift` 10), at least two
+/// packets and at most `tcp_limit_output_bytes` (1 MB), in the qdisc and
+/// the device. Without the CC's own rate, the pacing rate is Linux's
+/// (`tcp_update_pacing_rate`): the window over the smoothed RTT, times 2 in
+/// slow start (below half of ssthresh), 1.2 after.
+fn tsq_limit(cc: &AnyCc, srtt_ns: f64, mtu: u32) -> u64 {
+    let rate = cc.pacing_rate().map_or_else(
+        || {
+            let gain = if (cc.cwnd() as u64) < cc.ssthresh() as u64 / 2 { 2.0 } else { 1.2 };
+            gain * cc.cwnd() as f64 * 1e9 / srtt_ns.max(1.0)
+        },
+        |r| r as f64,
+    );
+    ((rate / 1024.0) as u64).clamp(2 * mtu as u64, 1 << 20)
+}
+
 pub(crate) struct Sim {
     pub now: u64,
     seq: u64,
@@ -624,6 +662,7 @@ pub(crate) struct Sim {
     salt: Vec<u64>,
     hops: Vec<NextHops>,
     node_names: Vec<String>,
+    nics: Vec<SharedNic>,
 }
 
 /// The equal-cost next hops toward one destination: for every node, its
@@ -676,6 +715,8 @@ struct Builder<'a> {
     rng: Rng,
     routes: Routes,
     flows: Vec<Flow>,
+    /// The shared NICs by host name.
+    nics: Vec<(String, SharedNic)>,
 }
 
 impl<'a> Builder<'a> {
@@ -696,7 +737,7 @@ impl<'a> Builder<'a> {
         let mut rng = Rng(sc.seed ^ 0x5EED_0F_5C3A_A210);
         let salt: Vec<u64> = graph.as_ref().map_or(Vec::new(), |g| g.node_names.iter().map(|_| rng.next_u64()).collect());
         let routes = Routes { salt, dist: Vec::new(), hops: Vec::new(), of_dst: Default::default() };
-        Ok(Self { sc, net, kind, kinds, params, graph, queues, rng, routes, flows: Vec::new() })
+        Ok(Self { sc, net, kind, kinds, params, graph, queues, rng, routes, flows: Vec::new(), nics: Vec::new() })
     }
 
     /// The scenario's queues in series, or its routed network's links.
@@ -774,7 +815,19 @@ impl<'a> Builder<'a> {
             let (hop_delay_ns, ack_delay_ns) = self.propagation(&path, pinned, routed.is_some(), rtt);
             let (size, data_bytes, ec) = self.sized(g, code)?;
             let name = if g.count == 1 { g.name.clone() } else { format!("{}-{}", g.name, i) };
-            let host_rate_bps = g.host_rate_gbps.map_or(first_rate, |r| r * 1e9);
+            let mut host_rate_bps = g.host_rate_gbps.map_or(first_rate, |r| r * 1e9);
+            let nic = match &g.host {
+                None => None,
+                Some(h) => {
+                    // (Every group naming the host gives its NIC one rate: validated.)
+                    let n = self.nics.iter().position(|(name, _)| name == h).unwrap_or_else(|| {
+                        self.nics.push((h.clone(), SharedNic { rate_bps: host_rate_bps, last_depart_ns: 0 }));
+                        self.nics.len() - 1
+                    });
+                    host_rate_bps = self.nics[n].1.rate_bps;
+                    Some(n as u32)
+                }
+            };
             let flow = Flow::new(FlowSetup {
                 name,
                 group: g.name.clone(),
@@ -785,6 +838,7 @@ impl<'a> Builder<'a> {
                 hop_delay_ns,
                 ack_delay_ns,
                 host_rate_bps,
+                nic,
                 rtt_ns: rtt,
                 start_ns: start,
                 stop_ns: g.stop_ms.map(|s| ns(s, 1e6)),
@@ -910,6 +964,7 @@ impl<'a> Builder<'a> {
             rto_backoff: sc.rto_backoff,
             salt: self.routes.salt,
             hops: self.routes.hops,
+            nics: self.nics.into_iter().map(|(_, n)| n).collect(),
             node_names: self.graph.as_ref().map_or(Vec::new(), |g| g.node_names.clone()),
         };
         for i in 0..sim.flows.len() {
@@ -1022,6 +1077,11 @@ impl Sim {
                     }
                     self.try_send(f as usize);
                 }
+                Ev::NicDepart(f, bytes) => {
+                    let fl = &mut self.flows[f as usize];
+                    fl.nic_bytes = fl.nic_bytes.saturating_sub(bytes as u64);
+                    self.try_send(f as usize);
+                }
                 Ev::RtoCheck(f) => self.rto_check(f as usize),
                 Ev::FlowStart(f) => self.flow_start(f as usize),
                 Ev::FlowStop(f) => self.flows[f as usize].sending = false,
@@ -1092,7 +1152,13 @@ impl Sim {
                 // congestion window unless the receive window is smaller.
                 break cwnd <= f.rwnd;
             }
-            let t = now.max(f.nic_free_ns).max(f.next_pace_ns);
+            if f.nic.is_some() && f.nic_bytes >= tsq_limit(cc, f.srtt_ns, mtu) {
+                // Its budget in the shared NIC's FIFO is used: the next of its
+                // packets to leave calls again.
+                break false;
+            }
+            // (A shared NIC queues: only the flow's pacing waits.)
+            let t = if f.nic.is_some() { now.max(f.next_pace_ns) } else { now.max(f.nic_free_ns).max(f.next_pace_ns) };
             if t > now {
                 if f.wake_at.map_or(true, |w| w > t) {
                     f.wake_at = Some(t);
@@ -1109,6 +1175,15 @@ impl Sim {
             f.outstanding.push_back(Sent { seq, size, send_time: now });
             let tx = ((size as f64 * 8.0) * 1e9 / f.host_rate_bps).ceil() as u64;
             f.nic_free_ns = now + tx;
+            if let Some(n) = f.nic {
+                let nic = &mut self.nics[n as usize];
+                nic.last_depart_ns = nic.last_depart_ns.max(now) + tx;
+                f.nic_free_ns = nic.last_depart_ns;
+                f.nic_bytes += size as u64;
+                // (`self.at`, on the fields it uses: `f` is still borrowed.)
+                self.seq += 1;
+                self.heap.push(Reverse(Scheduled { t: f.nic_free_ns, seq: self.seq, ev: Ev::NicDepart(i as u32, size) }));
+            }
             let rate = match cc.pacing_rate() {
                 Some(r) => Some(r.max(1) as f64),
                 None if self.window_pacing_gain > 0.0 => {

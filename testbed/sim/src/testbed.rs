@@ -877,6 +877,7 @@ impl TestbedScenario {
             stop_ms: (stop < dur).then_some(stop * 1e3),
             size_kb: None,
             host_rate_gbps: None,
+            host: None,
             cc,
             params: BTreeMap::new(),
             src: None,
@@ -1058,11 +1059,12 @@ impl<'a> Net<'a> {
         if src == dst {
             bail!("a flow from {src} to itself");
         }
-        // The host NIC is a queue only where AMRT's first-hop marker watches
-        // it; otherwise each flow is paced at the NIC rate (`host_rate_gbps`)
-        // with nothing queued in the host: Linux's TCP small queues keep
-        // about 1 ms of a socket's data in the qdisc, so the backlog of a
-        // window stays in the socket, not in the NIC's netem queue.
+        // The host NIC is a port of the path only where AMRT's first-hop
+        // marker watches it; otherwise it is the host's shared NIC (`host`
+        // of the flow group, at `host_rate_gbps`): Linux's TCP small queues
+        // keep about 1 ms of each socket's pacing rate in the netem FIFO, so
+        // the backlog of a window stays in its socket, and the host's flows
+        // share the NIC by those budgets (sim.rs, `SharedNic`).
         let mut p = if self.amrt_first_hop { vec![format!("{src}:eth0")] } else { Vec::new() };
         if sd != dd {
             p.push(format!("dc{sd}sw:uplink"));
@@ -1079,6 +1081,7 @@ impl<'a> Net<'a> {
         let path = self.path(src, dst)?;
         let inter = path.iter().any(|q| q.ends_with(":uplink"));
         let rtt_us = if inter { self.t.inter_rtt_us() } else { self.t.dc.intra_rtt_us } as f64;
+        let path_model = self.routed.is_none();
         let (path, rtt_us, pairs, lb) = match self.routed {
             None => {
                 used.extend(path.iter().cloned());
@@ -1099,6 +1102,10 @@ impl<'a> Net<'a> {
             stop_ms: None,
             size_kb: None,
             host_rate_gbps: Some(self.t.dc.rate_mbit as f64 / 1e3),
+            // Over ports in series the host's flows share its NIC (above). (As
+            // AMRT's first hop, or routed, where the host's link is a link of
+            // the graph, they share that port's queue instead.)
+            host: (path_model && !self.amrt_first_hop).then(|| src.to_string()),
             cc: None,
             params: BTreeMap::new(),
             src: None,

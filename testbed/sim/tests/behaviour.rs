@@ -322,6 +322,34 @@ fn same_seed_same_result_bit_for_bit() {
     assert_ne!(a.series_csv(), c.series_csv(), "RED marking draws from the seed");
 }
 
+/// Two long flows from one host to two ports, each port marking at the
+/// DCTCP paper's K: with a NIC each (no `host`) both fill their ports; when
+/// they name the same host they share its one NIC, as a Linux host's
+/// sockets share its qdisc, neither starved.
+#[test]
+fn flows_of_one_host_share_its_nic() {
+    let text = |host: &str| {
+        let q = |n: &str| format!("[[queues]]\nname = \"{n}\"\nrate_gbps = 10.0\nbuffer_kb = 1000\nmarking = {{ kind = \"threshold\", k_pkts = 65 }}\n");
+        let f = |n: &str| format!("[[flows]]\nname = \"to-{n}\"\ncount = 1\nrtt_us = 100\npath = [\"{n}\"]\nhost_rate_gbps = 10.0\n{host}\n");
+        format!(
+            "name = \"nic\"\ncc = [\"dctcp\"]\nduration_ms = 100\nmeasure_from_ms = 50\n[net]\nlink_rate_gbps = 10.0\nintra_rtt_us = 100\ninter_rtt_us = 100\nmtu = 1500\n{}{}{}{}",
+            q("a"),
+            q("b"),
+            f("a"),
+            f("b")
+        )
+    };
+    for kind in [CcKind::Dctcp, CcKind::Gemini] {
+        let own = run(&Scenario::from_toml(&text("")).unwrap(), kind).unwrap();
+        let shared = run(&Scenario::from_toml(&text("host = \"h1\"")).unwrap(), kind).unwrap();
+        let (a, b) = (shared.group_mean_rate_mbps["to-a"], shared.group_mean_rate_mbps["to-b"]);
+        eprintln!("{kind:?}: own NICs {:?}, shared {a:.0} + {b:.0} Mbit/s", own.group_mean_rate_mbps);
+        assert!(own.group_mean_rate_mbps.values().all(|&r| r > 9000.0), "{:?}", own.group_mean_rate_mbps);
+        assert!((9000.0..=10_100.0).contains(&(a + b)), "{a} + {b}: not the NIC's 10 Gbit/s (1 % for the window's edges)");
+        assert!(a.min(b) > 0.3 * (a + b), "{a} + {b}: one starved");
+    }
+}
+
 #[test]
 fn sized_flows_report_completion_times() {
     let mut sc = scenario("single-flow");
@@ -346,6 +374,12 @@ fn bad_scenarios_are_rejected_with_the_field_named() {
         (good.replace("mtu = 1500", "mtu = 1500\ncolour = 3"), "colour"),
         (format!("{good}\n[params.gemini]\nbeta_q16 = 99999999\n"), "beta_q16"),
         (format!("{good}\n[params.gemini]\nno_such_knob = 1\n"), "no_such_knob"),
+        (good.replace("path = [\"tor\"]", "path = [\"tor\"]\nhost = \"h1\""), "flows.flow.host: a non-empty name"),
+        (
+            good.replace("path = [\"tor\"]", "path = [\"tor\"]\nhost = \"h1\"\nhost_rate_gbps = 10.0")
+                + "[[flows]]\nname = \"two\"\nrtt_us = 100\npath = [\"tor\"]\nhost = \"h1\"\nhost_rate_gbps = 25.0\n",
+            "host h1's NIC runs at one rate",
+        ),
     ];
     for (text, needle) in cases {
         let err = match Scenario::from_toml(&text) {
