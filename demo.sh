@@ -6,7 +6,7 @@
 # the summary table and the report path.
 #   ./demo.sh [--cc a,b] [--duration S] [--out DIR]     (default out/demo)
 # The same flows in the packet-level simulator (seconds, no VM):
-#   cargo run --release -p xdcc-sim -- run testbed/sim/scenarios/rtt-fairness.toml
+#   cargo run --release -p xdcc-sim -- run testbed/scenarios/rtt-fairness.toml
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 args=("$@")

@@ -33,15 +33,15 @@ for cc in $(./target/release/xdcc cc known | awk '{print $1}'); do
     printf '%-8s %12s %16s\n' "$cc" "$ns" "$(( (ir - base) / n ))"
 done
 echo
-echo "simulator speed (testbed/sim/scenarios/rtt-fairness.toml, 3 s simulated at 10 Gbit/s):"
-./target/release/xdcc-sim run testbed/sim/scenarios/rtt-fairness.toml --json \
+echo "simulator speed (testbed/scenarios/rtt-fairness.toml, 3 s simulated at 10 Gbit/s):"
+./target/release/xdcc-sim run testbed/scenarios/rtt-fairness.toml --json \
     | python3 -c "import json,sys
 for r in json.load(sys.stdin):
     print('  %-8s %6.2f M simulated packets/s (%d packets in %.2f s)' % (r['cc'], r['sim_packets_per_sec']/1e6, r['packets'], r['wall_s']))"
 echo
 echo "simulator speed on Uno's 256-host topology (two 8-ary fat trees, 8 border links; Fig. 9's 256 flows of 1 MB):"
 for lb in unolb ecmp; do
-    ./target/release/xdcc-sim run testbed/sim/scenarios/uno-fig9-permutation.toml --lb "$lb" --json \
+    ./target/release/xdcc-sim run testbed/scenarios/uno-fig9-permutation.toml --lb "$lb" --json \
         | python3 -c "import json,sys
 r=json.load(sys.stdin)[0]
 print('  %-6s %6.2f M simulated packets/s (%d packets, %d events, %.2f s)' % ('$lb', r['sim_packets_per_sec']/1e6, r['packets'], r['events'], r['wall_s']))"
@@ -49,5 +49,5 @@ done
 echo "one Fig. 13A run (8 flows of 5 MB, a black-holed border link), whole process:"
 for lb in unolb spray; do
     TIMEFORMAT="  $lb: %R s wall"
-    time ./target/release/xdcc-sim run testbed/sim/scenarios/uno-fig13a-linkfail.toml --lb "$lb" >/dev/null 2>&1
+    time ./target/release/xdcc-sim run testbed/scenarios/uno-fig13a-linkfail.toml --lb "$lb" >/dev/null 2>&1
 done

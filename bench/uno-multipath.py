@@ -29,7 +29,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM = os.path.join(ROOT, "target", "release", "xdcc-sim")
-SCEN = os.path.join(ROOT, "testbed", "sim", "scenarios")
+SCEN = os.path.join(ROOT, "testbed", "scenarios")
 
 # The artifact's common command line (artifact_scripts/fig13_linkfail.py).
 HTSIM_COMMON = (

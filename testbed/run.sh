@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
-# The 2-DC testbed, from build to report:
+# A scenario on real kernels, from build to report, with the model beside it:
 #
 #   testbed/run.sh [SCENARIO] [--cc a,b,...] [--duration S] [--repeat N] [--out DIR]
+#   testbed/run.sh [--backend vm|host|servers] SCENARIO [--inventory F] [--cc ..] [--set CC.K=V] [--duration S] [--out DIR]
 #   testbed/run.sh --capacity          measure what the VM forwards
-#   testbed/run.sh --list              shipped scenarios
-#   testbed/run.sh [--backend vm|host|servers] SIM-SCENARIO [--inventory F] [--cc ..] [--set CC.K=V] [--duration S] [--out DIR]
-#
-# A one-bottleneck simulator scenario (a name under testbed/sim/scenarios/ or
-# a path to one) runs on real kernels with the model beside it
-# (testbed/host/run.py): --backend host at real speed on this kernel's
-# namespaces (BPF CCs), servers on the machines of an inventory over SSH,
-# vm (the default) in the qemu guest with the modules, 20x slowed.
-# A 2-DC testbed scenario runs in the VM as what follows.
+#   testbed/run.sh --list              shipped scenarios, each with the backends that run it
 #
 # SCENARIO is a name under testbed/scenarios/ (default a-rtt-fairness) or a
-# path to a .toml. Builds what is missing (the xdcc binary with its eBPF
-# programs, the test kernel and our modules: cached, ~15 min the first
-# time), boots the qemu VM, runs every (sweep point, CC) of the scenario in
-# the 2-DC topology, then writes DIR (default out/SCENARIO): report.md,
-# summary.{json,csv}, timeseries/*.csv, plots/*.{png,svg}, raw/*.json.
+# path to a .toml, of one of two kinds (told apart by content):
+# - one bottleneck (the simulator's format: duration_ms, [[queues]],
+#   [[flows]]): testbed/host/run.py builds its port and runs it, --backend
+#   host at real speed on this kernel's namespaces (BPF CCs), servers on
+#   the machines of an inventory over SSH, vm (the default) in the qemu
+#   guest with the modules, 20x slowed;
+# - two DCs joined by a WAN ([[long]], [[incast]], [workload], [net]): in
+#   the VM only (its WAN delays are netem's, and the host and servers
+#   backends build one port, not the 2-DC network). Builds what is missing
+#   (the xdcc binary with its eBPF programs, the test kernel and our
+#   modules: cached, ~15 min the first time), plans the runs (xdcc-sim
+#   plan), boots the qemu VM, runs every (sweep point, CC) of the scenario,
+#   then writes DIR (default out/SCENARIO): report.md, summary.{json,csv},
+#   timeseries/*.csv, plots/*.{png,svg}, raw/*.json, plan.json.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -45,27 +47,26 @@ while (($#)); do
             repeat=$2; shift 2 ;;
         --capacity) mode=capacity; shift ;;
         --list) mode=list; shift ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         -*) echo "testbed/run.sh: unknown option $1" >&2; exit 2 ;;
         *) scenario=$1; shift ;;
     esac
 done
 
-# A simulator scenario (its file has duration_ms or [[queues]]; a name found
-# under testbed/sim/scenarios/ and not under testbed/scenarios/).
-sim_scenario=""
+# The scenario's file and kind: one bottleneck (the simulator's format has
+# duration_ms or [[queues]]) or two DCs.
+one_port() { grep -qE '^(duration_ms *=|\[\[queues\]\])' "$1"; }
+scenario_file=""
 if [[ $mode == run ]]; then
-    if [[ -f $scenario ]]; then
-        grep -qE '^(duration_ms *=|\[\[queues\]\])' "$scenario" && sim_scenario=$scenario
-    elif [[ ! -f testbed/scenarios/$scenario.toml && -f testbed/sim/scenarios/$scenario.toml ]]; then
-        sim_scenario=testbed/sim/scenarios/$scenario.toml
-    fi
+    scenario_file=$scenario
+    [[ -f $scenario_file ]] || scenario_file=testbed/scenarios/$scenario.toml
+    [[ -f $scenario_file ]] || { echo "testbed/run.sh: no scenario '$scenario' (testbed/run.sh --list)" >&2; exit 2; }
 fi
-if [[ $backend != vm || -n $sim_scenario ]]; then
+if [[ $backend != vm || ( -n $scenario_file ) && $(one_port "$scenario_file" && echo 1) == 1 ]]; then
     [[ $mode == run ]] || { echo "testbed/run.sh: --capacity and --list are for the 2-DC testbed (--backend vm)" >&2; exit 2; }
     ((repeat == 1)) || { echo "testbed/run.sh: --repeat is for the 2-DC testbed (--backend vm)" >&2; exit 2; }
-    [[ -n $sim_scenario ]] || { echo "testbed/run.sh: no simulator scenario $scenario (testbed/sim/scenarios/; --backend $backend runs those)" >&2; exit 2; }
-    scenario=$sim_scenario
+    one_port "$scenario_file" || { echo "testbed/run.sh: $scenario has two DCs joined by a WAN: it runs in the VM only (its WAN delays are netem's; --backend $backend builds one bottleneck port)" >&2; exit 2; }
+    scenario=$scenario_file
     for ((i = 0; i < ${#guest_args[@]}; i += 2)); do
         [[ ${guest_args[i]} == --cc || ${guest_args[i]} == --duration ]] || { echo "testbed/run.sh: ${guest_args[i]} is for a 2-DC testbed scenario" >&2; exit 2; }
         host_args+=("${guest_args[i]}" "${guest_args[i + 1]}")
@@ -77,12 +78,21 @@ if [[ $backend != vm || -n $sim_scenario ]]; then
     exec /usr/bin/python3 testbed/host/run.py "$scenario" --backend "$backend" "${host_args[@]}"
 fi
 if ((${#host_args[@]})); then
-    echo "testbed/run.sh: --inventory and --set are for a simulator scenario (testbed/sim/scenarios/)" >&2; exit 2
+    echo "testbed/run.sh: --inventory and --set are for a one-bottleneck scenario" >&2; exit 2
 fi
 
 if [[ $mode == list ]]; then
+    # Which backends carry each: the planner says (a routed network or
+    # several ports run in the simulator only).
+    [[ -x target/release/xdcc-sim ]] || cargo build --release --locked -q -p xdcc-sim
     for f in testbed/scenarios/*.toml; do
-        printf '%-20s %s\n' "$(basename "$f" .toml)" "$(sed -n 's/^description = "\(.*\)"/\1/p' "$f")"
+        # (its first CC, its description's start)
+        { read -r cc; read -r d; } < <(/usr/bin/python3 -c 'import sys, tomllib; t = tomllib.load(open(sys.argv[1], "rb")); d = " ".join(t.get("description", "").split())
+print((t.get("cc") or ["dctcp"])[0]); print(d[:90] + ("..." if len(d) > 90 else ""))' "$f")
+        if ! one_port "$f"; then kind="vm (two DCs)"
+        elif target/release/xdcc-sim plan "$f" --cc "$cc" >/dev/null 2>&1; then kind="vm, host, servers"
+        else kind="model only"; fi
+        printf '%-30s %-18s %s\n' "$(basename "$f" .toml)" "$kind" "$d"
     done
     exit 0
 fi
@@ -95,12 +105,6 @@ command -v cargo >/dev/null || need+=(cargo rustc)
 if ((${#need[@]})); then
     echo "[testbed] installing ${need[*]}" >&2
     apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
-fi
-
-if [[ $mode == run ]]; then
-    scenario_file=$scenario
-    [[ -f $scenario_file ]] || scenario_file=testbed/scenarios/$scenario.toml
-    [[ -f $scenario_file ]] || { echo "testbed/run.sh: no scenario '$scenario' (testbed/run.sh --list)" >&2; exit 2; }
 fi
 
 echo "[testbed] building the xdcc CLI (switch profiles, tunables), the simulator and the metrics" >&2

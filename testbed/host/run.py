@@ -5,8 +5,8 @@ bottleneck, run on real kernels, with the model's prediction beside it.
   testbed/host/run.py SCENARIO [--cc a,b,...] [--set CC.NAME=VALUE ...] [--out DIR]
                       [--backend host|servers|vm] [--inventory FILE]
 
-SCENARIO is a simulator scenario (testbed/sim/scenarios/*.toml) whose every
-flow crosses its one queue. For each CC (default: the scenario's `cc` list),
+SCENARIO is a scenario in the simulator's format (testbed/scenarios/*.toml)
+whose every flow crosses its one queue. For each CC (default: the scenario's `cc` list),
 `xdcc-sim plan` resolves the file into absolute values (the port's rate and
 buffer, its eBPF marker, the tunables) -- the model and this run read one
 meaning of the file -- and this script only builds and measures it:

@@ -73,7 +73,7 @@ fi
 # testbed/notes/2026-11-28-flakes.md): a failed check runs the scenario once
 # more, and that run is judged in full.
 host_backend() { # host_backend DIR
-    "$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --out "$1" | sed 's/^/[realspeed] /'
+    "$root/testbed/host/run.py" "$root/testbed/scenarios/realspeed-incast.toml" --cc dctcp --out "$1" | sed 's/^/[realspeed] /'
     "$root/testbed/host/check_dctcp_incast.py" "$1" "realspeed: host backend"
 }
 if ! host_backend "$out/host"; then

@@ -109,13 +109,13 @@ INV
 # A bad inventory: refused, the key named, nothing started.
 sed '/port_iface/d' "$dir/inventory.toml" >"$dir/bad.toml"
 expect_fail "an inventory without [router] port_iface is refused, the key named" port_iface \
-    "$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --backend servers \
+    "$root/testbed/host/run.py" "$root/testbed/scenarios/realspeed-incast.toml" --cc dctcp --backend servers \
     --inventory "$dir/bad.toml"
 
 before_cc=$(ip netns exec "$(N s0)" sysctl -n net.ipv4.tcp_congestion_control)
 had_bpf_dctcp=$(grep -cw bpf_dctcp /proc/sys/net/ipv4/tcp_available_congestion_control || true)
 check "DCTCP's 16-to-1 incast runs on the four machines over ssh" \
-    "$root/testbed/host/run.py" "$root/testbed/sim/scenarios/realspeed-incast.toml" --cc dctcp --backend servers \
+    "$root/testbed/host/run.py" "$root/testbed/scenarios/realspeed-incast.toml" --cc dctcp --backend servers \
     --inventory "$dir/inventory.toml" --out "$dir/out"
 check "the incast's checks hold (every flow completes, port full, queue near K, model beside it)" \
     "$root/testbed/host/check_dctcp_incast.py" "$dir/out" servers

@@ -2,7 +2,7 @@
 //! the xdcc algorithm files (`kmods/algo`) unchanged.
 //!
 //! ```no_run
-//! let sc = xdcc_sim::Scenario::from_file("testbed/sim/scenarios/rtt-fairness.toml".as_ref())?;
+//! let sc = xdcc_sim::Scenario::from_file("testbed/scenarios/rtt-fairness.toml".as_ref())?;
 //! for report in xdcc_sim::run_all(&sc)? {
 //!     println!("{}: Jain {:?}", report.cc, report.jain_final);
 //! }

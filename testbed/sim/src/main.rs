@@ -1,7 +1,7 @@
 //! `xdcc-sim run <scenario.toml> [--cc uno,gemini] [--seeds N] [--out DIR]`:
 //! simulate and print a table; writes JSON and CSV per algorithm (and seed)
-//! when `--out` is given. The scenario is a simulator file
-//! (`testbed/sim/scenarios`) or a testbed file (`testbed/scenarios`): the
+//! when `--out` is given. The scenario (`testbed/scenarios/`) is in the
+//! simulator's format (queues and flow groups) or a 2-DC testbed file: the
 //! latter runs every `ccs` entry at every sweep point on the model of the
 //! testbed's network and prints the numbers the testbed report shows.
 

@@ -6,7 +6,7 @@ use xdcc_sim::plan::{host_plan, Marker};
 use xdcc_sim::Scenario;
 
 fn scenario(name: &str) -> Scenario {
-    let path = format!("{}/scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
     Scenario::from_file(path.as_ref()).unwrap()
 }
 
@@ -114,7 +114,7 @@ fn duration_lengthens_the_plan_and_refuses_an_empty_measured_interval() {
     // `xdcc-sim plan --duration S` (testbed/host/run.py --duration): the run
     // and its measured interval end at S; the interval's start stays.
     let sim = env!("CARGO_BIN_EXE_xdcc-sim");
-    let file = format!("{}/scenarios/realspeed-4to1.toml", env!("CARGO_MANIFEST_DIR"));
+    let file = format!("{}/../scenarios/realspeed-4to1.toml", env!("CARGO_MANIFEST_DIR"));
     let plan = |extra: &[&str]| {
         std::process::Command::new(sim).args(["plan", &file, "--cc", "dctcp"]).args(extra).output().unwrap()
     };

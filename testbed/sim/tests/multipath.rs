@@ -6,7 +6,7 @@
 use xdcc_sim::{run, CcKind, LbSpec, RunReport, Scenario};
 
 fn scenario(name: &str) -> Scenario {
-    let path = format!("{}/scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
     Scenario::from_file(path.as_ref()).unwrap()
 }
 
@@ -143,7 +143,7 @@ fn coding_hides_table1_drops() {
 
 #[test]
 fn routed_scenarios_refuse_bad_input() {
-    let base = std::fs::read_to_string(format!("{}/scenarios/uno-fig13a-linkfail-k4.toml", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let base = std::fs::read_to_string(format!("{}/../scenarios/uno-fig13a-linkfail-k4.toml", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let bad = [
         ("k = 4\n", "k = 5\n", "k must be even"),
         ("fail = [{ link = \"border0\" }]", "fail = [{ link = \"border9\" }]", "no link"),
@@ -162,7 +162,7 @@ fn routed_scenarios_refuse_bad_input() {
     let mut sc = Scenario::from_toml(&base).unwrap();
     sc.flows[0].path = vec!["x".into()];
     assert!(sc.validate().is_err(), "a routed flow has no path");
-    let series = std::fs::read_to_string(format!("{}/scenarios/single-flow.toml", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let series = std::fs::read_to_string(format!("{}/../scenarios/single-flow.toml", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let e = Scenario::from_toml(&series.replacen("[[flows]]", "[[flows]]\nlb = { kind = \"spray\" }", 1)).unwrap_err();
     assert!(format!("{e:#}").contains("need a [topology]"), "{e:#}");
 }
