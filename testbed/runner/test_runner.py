@@ -10,6 +10,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import json  # noqa: E402
+import re  # noqa: E402
+from unittest import mock  # noqa: E402
 import report  # noqa: E402
 import subprocess  # noqa: E402
 import topology  # noqa: E402
@@ -106,6 +108,84 @@ class Plan(unittest.TestCase):
                                     for l in net["ip"][ns]), (name, a))
         for f in run["traffic"]["sized"] + run["traffic"]["long"]:
             self.assertEqual(f["class"], "intra" if f["src"][:3] == f["dst"][:3] else "inter")
+
+
+class ExecutorAppliesThePlan(unittest.TestCase):
+    """The executor holds no scenario default and derives no value: every
+    number that topology.build and guest.load_cc hand the kernel (ip and tc
+    lines, ethtool, sysctls, the switch profiles, the markers' and the CLI's
+    arguments) is one the plan holds, and a plan value changed is the value
+    applied. (The network and CC set-up of a run; the traffic is the plan's
+    flows as they stand.)"""
+
+    SYSCTL_VALUES = {"0", "1"}  # the executor's own switches (forwarding, hash policy)
+
+    @staticmethod
+    def plan(name, cc):
+        p = subprocess.run([guest.XDCC_SIM, "plan", os.path.join(guest.SCENARIOS, name + ".toml"), "--cc", cc],
+                           capture_output=True, text=True, check=True)
+        return json.loads(p.stdout)["runs"][0]
+
+    def applied(self, run):
+        """The words of every command the executor runs for `run`'s network
+        and CCs, and the text of every file it hands the CLI."""
+        words, files = [], []
+
+        def run_cmd(ns, argv, stdin=None, check=True):
+            words.extend(w for w in argv[1:] if not w.startswith("/"))  # (not the profiles' scratch paths)
+            return ""
+
+        def sysctl(ns, key, value):
+            self.assertIn(str(value), self.SYSCTL_VALUES | {run["cc"]} | {c["cc"] for c in run["setup"]}, key)
+
+        def cli(argv, **kw):
+            words.extend(w for w in argv[1:] if not w.startswith("/"))
+            return mock.MagicMock(stdout="", returncode=0)
+
+        avail = mock.mock_open(read_data=" ".join(c["cc"] for c in run["setup"]))
+        with tempfile.TemporaryDirectory() as work, \
+                mock.patch.object(topology, "teardown"), mock.patch.object(topology, "wait_markers"), \
+                mock.patch.object(topology, "interfaces", return_value=["eth0"]), \
+                mock.patch.object(topology.netns, "add"), mock.patch.object(topology.netns, "popen"), \
+                mock.patch.object(topology.netns, "run", side_effect=run_cmd), \
+                mock.patch.object(topology.netns, "batch", side_effect=lambda ns, tool, lines: words.extend(w for l in lines for w in l.split())), \
+                mock.patch.object(topology.netns, "sysctl", side_effect=sysctl), \
+                mock.patch.object(guest.subprocess, "run", side_effect=cli), \
+                mock.patch.object(guest.os.path, "isdir", return_value=False), \
+                mock.patch("guest.open", avail, create=True):
+            topology.build(run["network"], work, "xdcc", log=lambda *a: None)
+            for f in os.listdir(work):
+                if f.startswith("profile-"):  # (beside them: the markers' logs)
+                    files.append(read(os.path.join(work, f)))
+            markers = topology.netns.popen.call_args_list
+            for c in run["setup"]:
+                guest.load_cc(c, run)
+        words += [w for m in markers for w in m.args[1][1:] if not w.startswith("/")]
+        return words, files
+
+    def test_every_number_applied_is_the_plans(self):
+        for name, cc in (("ci-smoke", "gemini"), ("a-rtt-fairness", "uno"), ("f-amrt-multi-bottleneck", "amrt"),
+                         ("h-wan-multipath", "dctcp")):
+            run = self.plan(name, cc)
+            text = json.dumps(run)
+            plan_numbers = set(re.findall(r"\d+", text))
+            words, files = self.applied(run)
+            for w in words:
+                for n in re.findall(r"\d+", w):
+                    self.assertIn(n, plan_numbers, f"{name}: {w!r} applied, {n} not in the plan")
+            for f in files:
+                self.assertTrue(json.dumps(f) in text, f"{name}: a profile not the plan's: {f}")
+            self.assertTrue(files and words)
+
+    def test_a_changed_plan_value_is_the_value_applied(self):
+        run = self.plan("ci-smoke", "gemini")
+        nic = run["network"]["host_nic"]
+        nic.update(delay_us=98761, rate_mbit=98762, limit_pkts=98763)
+        run["setup"][0]["tunables"]["beta_q16"] = 98764
+        run["net"]["net_intra_rtt_us"] = 98765
+        words, _ = self.applied(run)
+        for w in ("98761us", "98762mbit", "98763", "98764", "98765"):
+            self.assertIn(w, words)
 
 
 def read(path):
