@@ -456,6 +456,18 @@ impl TestbedScenario {
 
     /// Every (entry, sweep point) as the network and tunables a kernel run
     /// builds (`xdcc-sim plan`; [`crate::testbed_plan`]).
+    /// The bottleneck and every monitored port: ports of the network.
+    fn check_ports(&self, t: &Topology) -> Result<()> {
+        for p in std::iter::once(&self.bottleneck).chain(&self.monitor) {
+            link_of_port(&port_name(p)?, t)?;
+        }
+        Ok(())
+    }
+
+    fn bottleneck_uncrossed(&self) -> anyhow::Error {
+        anyhow!("bottleneck '{}': no flow crosses that port", self.bottleneck)
+    }
+
     /// The scenario's plan: its name, description and entries, and
     /// [`Self::plans`].
     pub fn plan(&self, name: &str, testbed_dir: &Path) -> Result<ScenarioPlan> {
@@ -477,6 +489,23 @@ impl TestbedScenario {
             // (The WAN events' order and the border profile's loss.)
             self.wan_failures(&t, self.duration_s as f64)?;
             let traffic = self.traffic(&t, workload, &cc, self.duration_s as f64, testbed_dir)?;
+            self.check_ports(&t)?;
+            // Over ports in series (one WAN path, no events or cross
+            // traffic), some flow must cross the port the run measures, as
+            // the model requires.
+            let routed = t.wan_paths > 1 || !self.events.is_empty() || !self.cross.is_empty();
+            if !routed {
+                let net = Net::new(&t, None, &mut Vec::new())?;
+                let bottleneck = port_name(&self.bottleneck)?;
+                let ends = traffic.long.iter().map(|l| (&l.src, &l.dst)).chain(traffic.sized.iter().map(|z| (&z.src, &z.dst)));
+                let mut crossed = false;
+                for (src, dst) in ends {
+                    crossed |= net.path(src, dst)?.contains(&bottleneck);
+                }
+                if !crossed {
+                    return Err(self.bottleneck_uncrossed());
+                }
+            }
             if reroute == Reroute::Agent {
                 // One agent per sending host, and the flow generator is one
                 // process: its flows can join one host's agent only.
@@ -617,6 +646,7 @@ impl TestbedScenario {
         // Several WAN paths, a path failing or cross traffic on one: the
         // routed model (`two_dc`); otherwise queues in series.
         let failures = self.wan_failures(&t, dur)?;
+        self.check_ports(&t)?;
         let routed = t.wan_paths > 1 || !self.events.is_empty() || !self.cross.is_empty();
         let net = Net::new(&t, routed.then_some(reroute), &mut point.notes)?;
 
@@ -671,7 +701,7 @@ impl TestbedScenario {
                 let q = queues.remove(pos);
                 queues.insert(0, q);
             } else {
-                bail!("bottleneck '{}': no flow crosses that port", self.bottleneck);
+                return Err(self.bottleneck_uncrossed());
             }
             point.ports = queues.iter().map(|q| (q.name.clone(), q.name.clone())).collect();
             (queues, None)
@@ -1506,11 +1536,20 @@ mod tests {
     }
 
     /// The error a scenario text gets from planning its runs.
+    /// The planner's error for a scenario's text, after checking that the
+    /// model refuses it with the same words (the executor and the model
+    /// read one meaning of a file).
     fn plan_error(text: &str) -> String {
-        match TestbedScenario::parse(text, "t.toml").and_then(|s| s.plans(&testbed_dir())) {
+        let plan = match TestbedScenario::parse(text, "t.toml").and_then(|s| s.plans(&testbed_dir())) {
             Ok(_) => "(planned)".into(),
             Err(e) => format!("{e:#}"),
-        }
+        };
+        let model = match TestbedScenario::parse(text, "t.toml").and_then(|s| s.points("t", &testbed_dir())) {
+            Ok(_) => "(planned)".into(),
+            Err(e) => format!("{e:#}"),
+        };
+        assert_eq!(plan, model, "the planner and the model differ on\n{text}");
+        plan
     }
 
     /// `base` with `extra`'s top-level keys before its first table and
@@ -1561,6 +1600,8 @@ mod tests {
             ("[tunables.cubic]\nx = 1\n", "[tunables.cubic]"),
             ("[[incast]]\nfrom = [\"dc1h3\"]\nto = \"dc1h1\"\nbytes = 0\nat_s = [1.0]\n", "bytes (1..4 GiB)"),
             ("[[incast]]\nfrom = [\"dc7h3\"]\nto = \"dc1h1\"\nbytes = 10\nat_s = [1.0]\n", "no host 'dc7h3'"),
+            ("[net]\nspeed = 1\n", "unknown key 'net.speed'"),
+            ("[net]\ndelayed_acks = 1\n", "'net.delayed_acks' must be a bool, not 1"),
         ];
         for (extra, want) in cases {
             let text = compose(base, extra);
@@ -1568,6 +1609,7 @@ mod tests {
             assert!(e.contains(want), "{extra:?}: {e}");
         }
         assert!(plan_error("bottleneck = \"dc1sw:h1\"\n").contains("no traffic"));
+        assert!(plan_error("bottleneck = \"dc2sw:h1\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n").contains("no flow crosses"));
         let multi = "bottleneck = \"dc2br:wan0\"\nipv6 = true\n[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\n[net]\nwan_paths = 4\n";
         let cases: &[(&str, &str)] = &[
             ("reroute = \"ecmp\"\n", "unknown variant `ecmp`"),
@@ -1583,16 +1625,19 @@ mod tests {
             ("[[cross]]\nlink = \"wan1\"\ncc = \"nope\"\n", "unknown CC 'nope'"),
             ("[[cross]]\nlink = \"wan1\"\ncc = \"cubic\"\n[[cross]]\nlink = \"wan2\"\n", "one CC"),
             ("[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\nflows = 0\n", "within 1..=64"),
-            (
-                "reroute = \"agent\"\n[[incast]]\nfrom = [\"dc2h2\", \"dc2h3\"]\nto = \"dc1h1\"\nbytes = 10000\nat_s = [1.0]\n",
-                "reroute = agent: sized flows come from 2 hosts (dc2h2, dc2h3)",
-            ),
+            ("[[cross]]\nlink = \"wan1\"\nflows = 0\n", "[[cross]] #1: flows must be within 1..=64"),
+            ("monitor = [\"dc2br:wan7\"]\n", "port 'dc2br:wan7': link 'wan7' is not a WAN path (wan0..wan3)"),
+            ("monitor = [\"dc3sw:h1\"]\n", "port 'dc3sw:h1': not a port of the testbed's network"),
         ];
         for (extra, want) in cases {
             let text = compose(multi, extra);
             let e = plan_error(&text);
             assert!(e.contains(want), "{extra:?}: {e}");
         }
+        // The executor's own limit (one flow generator per run), the planner's alone.
+        let agent = compose(multi, "reroute = \"agent\"\n[[incast]]\nfrom = [\"dc2h2\", \"dc2h3\"]\nto = \"dc1h1\"\nbytes = 10000\nat_s = [1.0]\n");
+        let e = TestbedScenario::parse(&agent, "t.toml").and_then(|s| s.plans(&testbed_dir())).map(|_| ()).unwrap_err();
+        assert!(format!("{e:#}").contains("reroute = agent: sized flows come from 2 hosts (dc2h2, dc2h3)"), "{e:#}");
         let one = "bottleneck = \"dc2br:wan0\"\n[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\n";
         assert!(plan_error(&format!("{one}[[events]]\nat_s = 2.0\nlink = \"wan1\"\naction = \"blackhole\"\n")).contains("(wan0..wan0)"));
         assert!(plan_error(&format!("{one}[net]\nwan_paths = 5\n")).contains("wan_paths = 5 is out of range [1, 4]"));

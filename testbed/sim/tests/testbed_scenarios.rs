@@ -126,20 +126,14 @@ fn scenario_checker(tag: &str) -> (std::path::PathBuf, impl Fn(&str) -> String) 
     })
 }
 
+/// What the model says of a testbed scenario it accepts. (A bad scenario is
+/// one error, the same from the model and the planner: the table in
+/// src/testbed.rs, `a_bad_scenario_is_one_error_naming_its_key`.)
 #[test]
-fn a_bad_testbed_scenario_is_one_clear_error() {
+fn the_models_notes_and_a_presets_order() {
     let (dir, case) = scenario_checker("");
     let base = "ccs = [\"gemini\"]\nbottleneck = \"dc1sw:h1\"\n";
-    assert!(case(&format!("{base}[[long]]\nfrom = [\"dc1h9\"]\nto = \"dc1h1\"\n")).contains("no host 'dc1h9'"));
-    assert!(case(&format!("{base}colour = 1\n")).contains("unknown field `colour`"));
-    assert!(case(&format!("{base}[net]\nspeed = 1\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")).contains("unknown key 'net.speed'"));
-    assert!(case(&format!("{base}[net.dc]\nswitch_profile = \"dc-nope\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")).contains("unknown profile"));
-    assert!(case("ccs = [\"warp\"]\nbottleneck = \"dc1sw:h1\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n").contains("unknown CC 'warp'"));
-    assert!(case(&format!("{base}[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\nstop_s = 99\n")).contains("stop_s <= duration_s"));
-    assert!(case("ccs = [\"gemini\"]\nbottleneck = \"dc2sw:h1\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n").contains("no flow crosses"));
-    assert!(case(&format!("{base}[presets]\ngemini = \"nope\"\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")).contains("unknown preset \"nope\""));
     assert_eq!(case(&format!("{base}[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")), "accepted");
-    assert!(case(&format!("{base}[net]\ndelayed_acks = 1\n[[long]]\nfrom = [\"dc1h2\"]\nto = \"dc1h1\"\n")).contains("'net.delayed_acks' must be a bool, not 1"));
     // The model ACKs every segment: with the hosts' delayed ACKs on (the
     // default) the prediction says so; with them off it has nothing to add.
     let notes = |net: &str| {
@@ -297,8 +291,11 @@ fn scenario_h_strands_flows_only_without_rerouting() {
     assert!(agent > rto + 3.0, "agent {agent:.1} against rto {rto:.1} Mbit/s with wan3 congested");
 }
 
+/// WAN events in time order, long flows of several connections, and a kernel
+/// CC's cross traffic, which the model runs as DCTCP and says so. (Bad
+/// events and cross traffic: the table in src/testbed.rs.)
 #[test]
-fn bad_wan_events_and_cross_traffic_are_one_clear_error() {
+fn wan_events_connections_and_a_kernel_ccs_cross_traffic() {
     let (dir, check) = scenario_checker("wan-");
     // (`top`: top-level keys; `body`: after the [[long]] table's keys.)
     let with = |top: &str, body: &str| {
@@ -307,22 +304,7 @@ fn bad_wan_events_and_cross_traffic_are_one_clear_error() {
     let case = |body: &str| with("", body);
     let event = |at: &str, link: &str, action: &str| format!("[[events]]\nat_s = {at}\nlink = \"{link}\"\naction = \"{action}\"\n");
     assert_eq!(case(&(event("8", "wan1", "heal") + &event("2", "wan1", "blackhole"))), "accepted", "events in time order");
-    assert!(case(&event("2", "wan1", "heal")).contains("wan1 is not black-holed"));
-    assert!(case(&(event("2", "wan0", "blackhole") + &event("3", "wan0", "blackhole"))).contains("wan0 is already black-holed"));
-    assert!(case(&event("2", "wan2", "blackhole")).contains("link 'wan2' is not a WAN path (wan0..wan1)"));
-    assert!(case(&event("20", "wan0", "blackhole")).contains("at_s must lie within [0, duration_s)"));
-    assert!(case(&event("2", "wan0", "drop")).contains("unknown variant `drop`"));
-    assert!(case(&(event("2", "wan0", "blackhole") + "[net.wan]\nborder_profile = \"wan-uno-loss-setup1\"\n")).contains("replaces the WAN port's netem loss"));
-    assert!(case("[[cross]]\nlink = \"wan1\"\nstart_s = 5\nstop_s = 30\n").contains("[[cross]] #1: needs 0 <= start_s < stop_s <= duration_s"));
-    assert!(case("[[cross]]\nlink = \"wan1\"\nflows = 0\n").contains("[[cross]] #1: flows must be within 1..=64"));
-    assert!(case("[[cross]]\nlink = \"wan1\"\ncc = \"warp\"\n").contains("unknown CC 'warp'"));
-    assert!(case("[[cross]]\nlink = \"wan1\"\ncolour = 1\n").contains("unknown field `colour`"));
-    assert!(case("flows = 0\n").contains("[[long]] #1: flows (connections from each sender) must be within 1..=64"));
-    assert!(with("reroute = \"sometimes\"\n", "").contains("unknown variant `sometimes`"));
-    assert!(with("", "[sweep]\nkey = \"reroute\"\nvalues = [\"rto\", \"never\"]\n").contains("[sweep] reroute: \"never\" is not one of single, rto, agent"));
     assert_eq!(with("reroute = \"single\"\n", "flows = 3\n"), "accepted");
-    assert!(with("monitor = [\"dc2br:wan7\"]\n", "").contains("port 'dc2br:wan7': link 'wan7' is not a WAN path (wan0..wan1)"));
-    assert!(with("monitor = [\"dc3sw:h1\"]\n", "").contains("port 'dc3sw:h1': not a port of the testbed's network"));
     // A kernel CC's cross traffic is modelled as DCTCP, and said so.
     let p = dir.join("scenarios/cubic.toml");
     std::fs::write(&p, "ccs = [\"uno\"]\nbottleneck = \"dc2br:wan1\"\n[net]\nwan_paths = 2\n[[long]]\nfrom = [\"dc2h1\"]\nto = \"dc1h1\"\nflows = 2\n[[cross]]\nlink = \"wan1\"\ncc = \"cubic\"\n").unwrap();
