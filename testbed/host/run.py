@@ -276,15 +276,6 @@ class Guest(Netns):
     name = "vm"
     usec_ts = False
 
-    def up(self):
-        # (The plan turns the offloads off: the port's RED marks per skb.)
-        super().up()
-        # A namespace may only default to an allowed CC: allow every one.
-        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
-            avail = f.read().split()
-        with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control", "w") as f:
-            f.write(" ".join(avail))
-
     def emulate_rtts(self, base):
         # On the router's port toward each group's senders: the ACK path,
         # away from the bottleneck and the senders' own qdiscs (TSQ).
@@ -296,14 +287,10 @@ class Guest(Netns):
                 print(f"[vm] group {g['name']}: the guest's own path ({base:.0f} µs) is at least the plan's {g['rtt_us']:.0f} µs: no delay added", flush=True)
 
     def register(self, machine, cc):
+        # (xdcc's modules register their CCs non-restricted: any namespace
+        # may make them its default.)
         if not os.path.isdir(f"/sys/module/tcp_{cc}"):
-            sh("insmod", os.path.join(ROOT, "kmods", f"tcp_{cc}.ko"))
-        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
-            avail = f.read().split()
-        if cc not in avail:
-            raise Fail(f"tcp_{cc}.ko is loaded but the kernel has no CC {cc} ({' '.join(avail)})")
-        with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control", "w") as f:
-            f.write(" ".join(avail))
+            sh("env", f"XDCC_MODULE_DIR={os.path.join(ROOT, 'kmods')}", XDCC, "cc", "load", cc)
         return None  # the guest is thrown away after the run
 
     def down(self, loaded):

@@ -42,6 +42,16 @@ def log(*a):
     print(*a, flush=True)
 
 
+def cli(*args):
+    """`xdcc ARGS` (its modules from this tree's kmods/); its error, if any,
+    ends the run."""
+    p = subprocess.run([XDCC, *args], capture_output=True, text=True,
+                       env=dict(os.environ, XDCC_MODULE_DIR=os.path.join(ROOT, "kmods")))
+    if p.returncode != 0:
+        raise RunError(f"xdcc {' '.join(args)}: {p.stderr.strip()}")
+    return p.stdout
+
+
 def load_cc(setup, run):
     """Kernel side of a CC (one of the plan's `setup`): load its module,
     tell it the network (link rate and base RTTs, from which it derives its
@@ -50,24 +60,19 @@ def load_cc(setup, run):
     scenario's own tunables, validated by the CLI."""
     cc, module = setup["cc"], setup["module"]
     if module and not os.path.isdir(f"/sys/module/{module}"):
-        subprocess.run(["insmod", os.path.join(ROOT, "kmods", f"{module}.ko")], check=True)
-    # A namespace may only make an "allowed" CC its default (EPERM otherwise).
-    with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
-        avail = f.read().split()
-    if cc not in avail:
-        raise RunError(f"CC '{cc}' is not available in this kernel ({' '.join(avail)})")
-    with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control", "w") as f:
-        f.write(" ".join(avail))
+        cli("cc", "load", cc)
+    # The hosts make it their default: a kernel CC such as bbr must be
+    # allowed for that (xdcc's are); refused if the kernel lacks it.
+    cli("cc", "allow", cc)
     if not module:
         return {}
     for k, v in list(run["net"].items()) + list(run["derived"].get(cc, {}).items()):
-        subprocess.run([XDCC, "tunable", "set", cc, k, str(v)], check=True, capture_output=True, text=True)
+        cli("tunable", "set", cc, k, str(v))
     if setup["preset"]:
-        subprocess.run([XDCC, "tunable", "preset", cc, setup["preset"]], check=True, capture_output=True, text=True)
+        cli("tunable", "preset", cc, setup["preset"])
     for k, v in setup["tunables"].items():
-        subprocess.run([XDCC, "tunable", "set", cc, k, str(v)], check=True, capture_output=True, text=True)
-    out = subprocess.run([XDCC, "tunable", "list", cc], capture_output=True, text=True).stdout
-    return {"tunables": out}
+        cli("tunable", "set", cc, k, str(v))
+    return {"tunables": cli("tunable", "list", cc)}
 
 
 def network_plan(scenario, cc, net):

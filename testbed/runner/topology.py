@@ -177,7 +177,8 @@ def verify(net):
             ok = ok and "netem" in q and f"delay {tc_time(delay)}" in q
         check(f"{ns}:{dev} has profile {prof} at {rate} Mbit/s" + (f", delay {delay} us" if delay else ""), ok)
     for br, other in (("dc1br", 2), ("dc2br", 1)):
-        r = netns.run(br, ["ip", "route", "show", f"10.{other}.0.0/16"], check=False)
+        # (the route that takes the other DC's first host)
+        r = netns.run(br, ["ip", "route", "show", "match", net["addresses"][f"dc{other}h1"]["ipv4"]], check=False)
         n = r.count("nexthop") if net["wan_paths"] > 1 else r.count("via")
         check(f"{br} routes DC{other} over {net['wan_paths']} WAN path(s)", n == net["wan_paths"])
     return res

@@ -71,6 +71,15 @@ section_cli() {
     check "inconsistent set changed nothing" eq "$(cat "$sys/net/xdcc/uno/net_inter_rtt_us")" 10000
     expect_fail "tunable of an unloaded module" "not loaded.*module load tcp_gemini" "$X" tunable list gemini
     expect_fail "tunable of an unknown cc" "unknown congestion control" "$X" tunable get cubic x
+    # cc allow, against that tree's copy of the CC lists
+    mkdir -p "$sys/net/ipv4"
+    echo "reno cubic bbr" >"$sys/net/ipv4/tcp_available_congestion_control"
+    echo "reno cubic" >"$sys/net/ipv4/tcp_allowed_congestion_control"
+    check "cc allow bbr" "$X" cc allow bbr
+    check "cc allow appended it" eq "$(cat "$sys/net/ipv4/tcp_allowed_congestion_control")" "reno cubic bbr"
+    check "cc allow again changes nothing" bash -c "$X cc allow bbr cubic && [[ \$(cat $sys/net/ipv4/tcp_allowed_congestion_control) == 'reno cubic bbr' ]]"
+    expect_fail "cc allow an unavailable CC" "not available" "$X" cc allow bbr vegas
+    check "the refused allow changed nothing" eq "$(cat "$sys/net/ipv4/tcp_allowed_congestion_control")" "reno cubic bbr"
     unset XDCC_SYSCTL_ROOT
     # no agent
     expect_fail "stats without an agent" "no xdcc agent" "$X" --socket "$sock" stats

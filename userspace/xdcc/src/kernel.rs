@@ -116,6 +116,29 @@ pub fn cc_set(name: &str) -> Result<()> {
     })
 }
 
+/// Lets network namespaces other than the initial one make each of `names`
+/// their default (Linux marks the CCs of tcp_allowed_congestion_control
+/// non-restricted; xdcc's modules and BPF CCs are so already, cubic and
+/// reno too, bbr not). Refuses, changing nothing, a name the kernel does
+/// not have. Returns the allowed list as it stands after.
+pub fn cc_allow(names: &[String]) -> Result<Vec<String>> {
+    let available: Vec<String> = read_sysctl(AVAILABLE)?.split_whitespace().map(String::from).collect();
+    if let Some(n) = names.iter().find(|n| !available.contains(n)) {
+        return Err(bad_value(format!("congestion control `{n}` is not available (available: {})", available.join(" "))));
+    }
+    let mut allowed: Vec<String> = read_sysctl(ALLOWED)?.split_whitespace().map(String::from).collect();
+    if names.iter().all(|n| allowed.contains(n)) {
+        return Ok(allowed);
+    }
+    allowed.extend(names.iter().filter(|n| !allowed.contains(n)).cloned().collect::<Vec<_>>());
+    let p = sysctl_root().join(ALLOWED);
+    fs::write(&p, allowed.join(" ")).map_err(|e| match e.kind() {
+        ErrorKind::PermissionDenied => kernel_refused(format!("writing {}: permission denied (root, in the initial network namespace)", p.display())),
+        _ => anyhow!("writing {}: {e}", p.display()),
+    })?;
+    Ok(allowed)
+}
+
 // ---------------------------------------------------------------- modules
 
 #[derive(Debug, Serialize)]

@@ -18,6 +18,13 @@ pub enum CcCmd {
     Set {
         name: String,
     },
+    /// Let network namespaces make each NAME their default (adds it to
+    /// net.ipv4.tcp_allowed_congestion_control; root, initial namespace).
+    /// xdcc's CCs, cubic and reno need nothing; bbr does.
+    Allow {
+        #[arg(required = true)]
+        names: Vec<String>,
+    },
     /// Make an xdcc CC available: its kernel module (tcp_<cc>), or with
     /// --bpf its BPF struct_ops version bpf_<cc> (stock kernels >= 6.4 with
     /// BTF; stays registered after the command exits).
@@ -96,6 +103,10 @@ pub fn run(c: CcCmd, ctx: &super::Ctx) -> Result<()> {
             kernel::cc_set(&name)?;
             let ns = ctx.netns.as_ref().map(|n| format!(" in netns {n}")).unwrap_or_default();
             println!("default congestion control{ns}: {name}");
+        }
+        CcCmd::Allow { names } => {
+            let allowed = kernel::cc_allow(&names)?;
+            println!("allowed congestion controls: {}", allowed.join(" "));
         }
         CcCmd::Load { cc, bpf: true, replace } => {
             let r = bpfcc::load(&cc, replace)?;
