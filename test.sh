@@ -94,7 +94,7 @@ if [[ ${XDCC_SKIP_VM:-0} != 1 ]]; then
     testbed/vm/run.sh --timeout 1500 testbed/vm/tests/events.sh
     stage "xdcc's DCTCP against Linux's own tcp_dctcp on a step-marking port in the VM"
     # Completion times in a TCG guest vary between two runs of one CC by up
-    # to ~10 % and more on a busy host (the suite prints each CC's spread;
+    # to ~10 % on a busy host (the suite prints each CC's spread;
     # testbed/notes/2026-11-28-flakes.md): a failed comparison runs once
     # more, and that run is judged in full.
     if ! testbed/vm/run.sh --timeout 900 testbed/vm/tests/dctcp.sh; then

@@ -12,16 +12,22 @@ tcpi_options & TCPI_OPT_ECN). The receiver accepts one connection (--ready:
 a file made once it listens). The sender retries a refused connect for 5 s,
 sends data that differs per 64 KiB block, keeps the connection open for
 --hold seconds, then shuts down its write side and waits for the receiver's
-close, so every byte is acknowledged before it exits. With --interval it
+close, so every byte is acknowledged before it exits. The sender also reports
+`acked_ms`: from the handshake's end to the acknowledgment of its last byte
+(its send queue, SIOCOUTQ, empty), the transfer's own time, without the
+process's start-up, the hold or the close. With --interval it
 writes --chunk bytes every S seconds (an application-limited sender) and
 reports `late`: the writes that started 200 ms (Linux's minimum RTO) or more
 after the one before (a stalled sender).
 """
 import argparse
+import fcntl
 import hashlib
 import json
 import socket
+import struct
 import sys
+import termios
 import time
 
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
@@ -48,6 +54,23 @@ def cc_ecn(s):
     cc = s.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).split(b"\0")[0].decode()
     info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)
     return {"cc": cc, "ecn": bool(info[5] & 8)}
+
+
+def unacked(s):
+    """Bytes written but not yet acknowledged (SIOCOUTQ, = TIOCOUTQ: for TCP
+    the send queue from snd_una to write_seq)."""
+    return struct.unpack("i", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
+
+
+def wait_acked(s, t0, timeout):
+    """Milliseconds from t0 until every written byte is acknowledged (polled
+    every 10 ms), or None if that takes longer than timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while unacked(s) > 0:
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.01)
+    return round((time.monotonic() - t0) * 1000)
 
 
 def ends(s):
@@ -109,6 +132,7 @@ def send(a):
     # emulation would otherwise read as an idle period longer than the RTO).
     paced = b"".join(block(j) for j in range(a.bytes // BLOCK + 1))[: a.bytes] if a.interval > 0 else b""
     s = connect(a)
+    t0 = time.monotonic()
     local, remote = ends(s)
     if a.started:
         with open(a.started, "w") as f:
@@ -135,8 +159,9 @@ def send(a):
         h.update(b)
         sent += len(b)
         i += 1
+    acked_ms = wait_acked(s, t0, a.timeout)
     tcp = cc_ecn(s)
-    out = {"bytes": sent, "sha256": h.hexdigest(), "local": local, "remote": remote, **tcp, "late": late}
+    out = {"bytes": sent, "sha256": h.hexdigest(), "local": local, "remote": remote, **tcp, "late": late, "acked_ms": acked_ms}
     if a.hold > 0:
         # (Printed first: a caller may act while the connection is held.)
         print(json.dumps(out), flush=True)

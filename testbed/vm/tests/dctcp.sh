@@ -9,9 +9,10 @@
 # (window_pacing_pct = 120, 200 in slow start, as tcp_update_pacing_rate
 # sets for Linux's DCTCP). (Without a rate, as with window_pacing_pct = 0,
 # TSO autosizing sends 64 KB bursts: one ACK per ten packets.) They agree
-# when throughput, the window, the RTT (the queue), the port's marks and α
-# match within the stated tolerances; this guest's timing noise between two
-# runs of the same CC is up to ~10 % (the spread is printed).
+# when the completion time (handshake to last byte acknowledged), the window,
+# the RTT (the queue), the port's marks and α match within the stated
+# tolerances; this guest's timing noise between two runs of the same CC is
+# up to ~10 % (the spread is printed; testbed/notes/2026-11-28-flakes.md).
 #   run.sh testbed/vm/tests/dctcp.sh
 set -uo pipefail
 
@@ -33,7 +34,8 @@ unload() {
 }
 
 # run IMPL: one transfer with IMPL's tcp_dctcp loaded; appends
-# "impl ms med_cwnd med_rtt_ms marks alpha_1024" to $results.
+# "impl ms med_cwnd med_rtt_ms marks alpha_1024" to $results (ms: from the
+# handshake to the last byte's acknowledgment).
 run() {
     local impl=$1 ko alpha marks
     [[ $impl == linux ]] && ko=$linux_ko || ko=$xdcc_ko
@@ -46,10 +48,14 @@ run() {
         configure_cc dctcp
         echo 120 >/proc/sys/net/xdcc/dctcp/window_pacing_pct
         echo 200 >/proc/sys/net/xdcc/dctcp/window_pacing_ss_pct
-        export FLOWS_CLI=$X FLOWS_REFRESH=1
-    else
-        unset FLOWS_CLI FLOWS_REFRESH
     fi
+    # xdcc's alpha is read with `xdcc flows` while the flow sends (one call
+    # per ss sample, up to a second of the guest's CPU each under TCG). Both
+    # implementations run that observer, so neither transfer shares the
+    # guest's CPUs with more than the other (with it on xdcc's runs alone,
+    # xdcc's completion time was 15-18 % longer in three CIs of four while
+    # its window and RTT matched Linux's).
+    export FLOWS_CLI=$X FLOWS_REFRESH=1
     net_up step || { bad "$impl: network setup"; return; }
     tc -n snd qdisc add dev s0 root fq
     SEND_ARGS="--hold 1.5" transfer dctcp "$BYTES"
@@ -78,11 +84,11 @@ print(s.median(float(r[0]) for r in rows) if rows else 0, s.median(float(r[1]) f
         alpha=$(python3 -c 'import json,sys; r=[r for r in json.loads(sys.argv[1] or "[]") if r["remote"].endswith(":5001") and r.get("cc_state")]
 print(r[0]["cc_state"]["values"]["alpha_q16"] // 64 if r else "")' "${FLOWS_JSON:-}")
     fi
-    echo "  $impl: ${BYTES} B in $XFER_MS ms (incl. the 1.5 s hold), while sending ($n samples): median cwnd $cwnd, median rtt $rtt ms; RED: ${red:-?}; alpha ${alpha:-?}/1024, byte-exact $XFER_OK, delivered_ce $DELIVERED_CE"
+    echo "  $impl: ${BYTES} B acknowledged in $XFER_ACKED_MS ms ($XFER_MS ms with the sender's start-up, the 1.5 s hold and the close), while sending ($n samples): median cwnd $cwnd, median rtt $rtt ms; RED: ${red:-?}; alpha ${alpha:-?}/1024, byte-exact $XFER_OK, delivered_ce $DELIVERED_CE"
     echo "  ss sample: $(sed -n "$(( $(wc -l <<<"$SS_LINES") / 2 ))p" <<<"$SS_LINES")"
     check "$impl: transfer byte-exact" test "$XFER_OK" = 1
     check "$impl: ECN negotiated, marks echoed (delivered_ce $DELIVERED_CE)" test "$DELIVERED_CE" -gt 0
-    echo "$impl $XFER_MS $cwnd $rtt ${marks:-0} ${alpha:-0}" >>"$results"
+    echo "$impl $XFER_ACKED_MS $cwnd $rtt ${marks:-0} ${alpha:-0}" >>"$results"
     net_down
 }
 

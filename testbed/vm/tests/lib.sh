@@ -124,6 +124,10 @@ transfer_once() {
     XFER_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
     SS_LINES=$(cat "$out/ss")
     XFER_LATE=$(jq .late "$out/snd" 2>/dev/null)
+    # The transfer's own time (handshake to last byte acknowledged; XFER_MS
+    # adds the sender's start-up, the hold and the close).
+    XFER_ACKED_MS=$(jq '.acked_ms // 0' "$out/snd" 2>/dev/null)
+    XFER_ACKED_MS=${XFER_ACKED_MS:-0}
     XFER_LATE=${XFER_LATE:-0}
     XFER_OK=0
     same_sha "$out/snd" "$out/rcv" && [[ $(jq .bytes "$out/rcv") == "$bytes" ]] && XFER_OK=1
