@@ -12,8 +12,8 @@
 //!
 //! no_std, no allocation, integer arithmetic: randomness and time come from
 //! the caller (a `FnMut() -> u32` draw and nanosecond clocks), so the same
-//! inputs give the same decisions in the simulator and in any later
-//! transport. TCP cannot use UnoLB as written (one connection, one path per
+//! inputs give the same decisions in the simulator and in the UDP transport
+//! (`userspace/transport`, which codes UnoRC's blocks' bytes). TCP cannot use UnoLB as written (one connection, one path per
 //! packet order); the eBPF rerouter (`ebpf/programs/src/sockops.rs`) is the
 //! PLB baseline for TCP.
 
