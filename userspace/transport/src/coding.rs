@@ -245,6 +245,14 @@ mod tests {
         (0..k).map(|i| (0..(1400 - 97 * i)).map(|j| (j as u8).wrapping_mul(seed).wrapping_add(i as u8)).collect()).collect()
     }
 
+    /// A block of k data packets and the parity `coder` gives it.
+    fn coded(coder: &Coder, k: usize, seed: u8) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let data = payloads(k, seed);
+        let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+        let parity = coder.encode(&refs).unwrap();
+        (data, parity)
+    }
+
     fn packets<'a>(data: &'a [Vec<u8>], parity: &'a [Vec<u8>]) -> Vec<BlockPacket<'a>> {
         let (k, m) = (data.len() as u8, parity.len() as u8);
         data.iter()
@@ -257,9 +265,7 @@ mod tests {
     #[test]
     fn any_eight_of_ten_rebuild_the_block_byte_exact() {
         let coder = Coder::new(BlockCode::default()).unwrap();
-        let data = payloads(8, 13);
-        let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
-        let parity = coder.encode(&refs).unwrap();
+        let (data, parity) = coded(&coder, 8, 13);
         assert_eq!(parity.len(), 2);
         assert!(parity.iter().all(|p| p.len() == 1402), "shards are the longest payload plus its length");
         let all = packets(&data, &parity);
@@ -281,9 +287,7 @@ mod tests {
     #[test]
     fn seven_of_ten_do_not_and_the_nack_comes_due() {
         let coder = Coder::new(BlockCode::default()).unwrap();
-        let data = payloads(8, 5);
-        let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
-        let parity = coder.encode(&refs).unwrap();
+        let (data, parity) = coded(&coder, 8, 5);
         let all = packets(&data, &parity);
         let mut b = BlockAssembly::new(8, 2).unwrap();
         for p in &all[3..] {
@@ -301,9 +305,7 @@ mod tests {
     fn a_short_last_block_is_coded_with_its_own_size() {
         let coder = Coder::new(BlockCode::default()).unwrap();
         for k in 1..=8 {
-            let data = payloads(k, 3);
-            let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
-            let parity = coder.encode(&refs).unwrap();
+            let (data, parity) = coded(&coder, k, 3);
             let all = packets(&data, &parity);
             let mut b = BlockAssembly::new(k as u8, 2).unwrap();
             // The first data packet and the first parity packet are lost (a
@@ -318,9 +320,7 @@ mod tests {
     #[test]
     fn packets_that_contradict_the_block_are_refused_and_change_nothing() {
         let coder = Coder::new(BlockCode::default()).unwrap();
-        let data = payloads(8, 7);
-        let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
-        let parity = coder.encode(&refs).unwrap();
+        let (data, parity) = coded(&coder, 8, 7);
         let all = packets(&data, &parity);
         let mut b = BlockAssembly::new(8, 2).unwrap();
         b.add(&all[8], 0, 1).unwrap();
