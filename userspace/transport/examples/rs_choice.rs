@@ -71,7 +71,7 @@ fn main() {
     for _ in 0..blocks {
         let mut b = BlockAssembly::new(8, 2).expect("block");
         for (i, p) in refs.iter().copied().chain(parity.iter().map(|p| p.as_slice())).enumerate().skip(2) {
-            let p = BlockPacket { flow: 1, block: 0, index: i as u8, data: 8, parity: 2, payload: p };
+            let p = BlockPacket { flow: 1, seq: i as u64, block: 0, index: i as u8, data: 8, parity: 2, wait_us: 640, payload: p };
             b.add(&p, 0, 640_000).expect("packet");
         }
         assert_eq!(b.rebuild(&coder).expect("rebuild")[0], data[0]);

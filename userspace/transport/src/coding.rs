@@ -258,7 +258,7 @@ mod tests {
         data.iter()
             .chain(parity)
             .enumerate()
-            .map(|(i, p)| BlockPacket { flow: 1, block: 0, index: i as u8, data: k, parity: m, payload: p })
+            .map(|(i, p)| BlockPacket { flow: 1, seq: i as u64, block: 0, index: i as u8, data: k, parity: m, wait_us: 640, payload: p })
             .collect()
     }
 

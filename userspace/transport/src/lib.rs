@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod coding;
+pub mod session;
 pub mod wire;
 
 pub use coding::{BlockAssembly, Coder, CodingError};

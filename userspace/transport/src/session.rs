@@ -1,0 +1,853 @@
+//! One transfer's two ends as state machines, without I/O: bytes in
+//! (datagrams and the clock), bytes out (datagrams to send, data written at
+//! its offset). `udp` drives them over a socket; tests drive them directly.
+//!
+//! The model, after uno-sc25 §4 and the artifact:
+//! - The data is cut into packets of `payload` bytes and the packets into
+//!   blocks of `code.data`, each sent with its `code.parity` parity packets
+//!   (the last block holds what is left). Every transmission has its own
+//!   number (`seq`); the receiver ACKs each one, echoing whether it arrived
+//!   CE-marked, and says how many blocks from the first it has whole.
+//! - The window is UnoCC's (`xdcc_algo::uno`, the code the kernel modules
+//!   run), fed one sample per ACK as the simulator feeds it; the sender paces
+//!   at its rate.
+//! - A packet is lost when three later transmissions were ACKed and it was
+//!   not (packet-number reordering threshold, as QUIC's): it leaves the
+//!   window, and nothing is resent: the block's parity may cover it. UnoCC
+//!   hears a loss only when the code could not cover it (a NACK: "an
+//!   unrecoverable block", §4.3) and a timeout: UnoRC's losses are the WAN's
+//!   failures and corruption (Table 1), which the parity is there to absorb,
+//!   while Uno's congestion signal is ECN. (Fed every loss, UnoCC's loss
+//!   reaction holds a path losing 20 % at a window of one or two packets,
+//!   where every loss is a timeout and no parity packet leaves before the
+//!   block's NACK: the coding cannot work.)
+//! - The receiver arms a block's timer at its first packet, for "the
+//!   estimated maximum queuing and transmission delay" (§4.3): the packet
+//!   carries it, as the time the block's remaining packets take to leave at
+//!   the sender's current rate plus `nack_queue_ns`. When the timer expires
+//!   with the block incomplete the receiver NACKs the block once
+//!   (`ec::BlockRx`), and the sender resends the block's packets that it
+//!   sent and has no ACK for and that are not in flight.
+//! - When no ACK came for a retransmission timeout (3 smoothed RTTs, at
+//!   least `min_rto_ns`, doubled per timeout without progress), everything
+//!   in flight is presumed lost (UnoCC's RTO) and the unACKed packets of the
+//!   blocks not yet whole are resent: a block lost whole arms no timer.
+//! - The receiver holds at most `max_open_blocks` blocks past its first
+//!   incomplete one (its memory bound), and the sender opens no block
+//!   beyond that.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::io;
+
+use xdcc_algo::uno::{Params as UnoParams, Uno};
+use xdcc_algo::{AckSample, CongestionControl, Event, FlowInit};
+use xdcc_multipath::ec::{BlockCode, RxOutcome};
+
+use crate::coding::{BlockAssembly, Coder, CodingError, MAX_DATA_PAYLOAD};
+use crate::wire::{BlockPacket, Packet, BLOCK_HEADER_LEN};
+
+/// What both ends agree on before the first packet (the control
+/// connection's job; a test's here).
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// The transfer's id, in every packet.
+    pub flow: u64,
+    /// The transfer's length in bytes.
+    pub bytes: u64,
+    /// Data bytes per packet.
+    pub payload: usize,
+    pub code: BlockCode,
+    /// The queuing delay the receiver allows a block's packets beyond their
+    /// transmission time before it NACKs the block.
+    pub nack_queue_ns: u64,
+    /// Blocks the receiver holds open at once (its memory: this many times
+    /// `code.data + code.parity` packets).
+    pub max_open_blocks: u64,
+    /// The least retransmission timeout.
+    pub min_rto_ns: u64,
+}
+
+impl Config {
+    pub fn check(&self) -> Result<(), String> {
+        self.code.check().map_err(str::to_string)?;
+        if self.payload == 0 || self.payload > MAX_DATA_PAYLOAD {
+            return Err(format!("payload of {} bytes per packet (1..={MAX_DATA_PAYLOAD})", self.payload));
+        }
+        if self.max_open_blocks == 0 {
+            return Err("max_open_blocks must be at least 1".into());
+        }
+        if self.min_rto_ns == 0 {
+            return Err("min_rto_ns must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Data packets in the transfer.
+    pub fn data_packets(&self) -> u64 {
+        self.bytes.div_ceil(self.payload as u64)
+    }
+
+    pub fn blocks(&self) -> u64 {
+        self.code.blocks(self.data_packets())
+    }
+
+    /// Where data packet `index` of `block` starts, and how long it is.
+    fn span(&self, block: u64, index: u8) -> (u64, usize) {
+        let n = block.saturating_mul(u64::from(self.code.data)).saturating_add(u64::from(index));
+        let start = n.saturating_mul(self.payload as u64);
+        let len = self.bytes.saturating_sub(start).min(self.payload as u64);
+        (start, len as usize)
+    }
+
+    fn data_in(&self, block: u64) -> u8 {
+        self.code.data_in(block, self.data_packets())
+    }
+
+    /// The parity shards' length in `block`: its longest payload plus 2.
+    fn shard_len(&self, block: u64) -> usize {
+        self.span(block, 0).1 + 2
+    }
+}
+
+/// Where the sender reads the data.
+pub trait Source {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+}
+
+/// Where the receiver writes it.
+pub trait Sink {
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()>;
+}
+
+impl Source for &[u8] {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let start = usize::try_from(offset).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let src = start.checked_add(buf.len()).and_then(|end| self.get(start..end)).ok_or(io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+impl Source for std::fs::File {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(self, buf, offset)
+    }
+}
+
+/// A buffer of the transfer's length.
+impl Sink for Vec<u8> {
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let start = usize::try_from(offset).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let dst = start.checked_add(data.len()).and_then(|end| self.get_mut(start..end)).ok_or(io::ErrorKind::WriteZero)?;
+        dst.copy_from_slice(data);
+        Ok(())
+    }
+}
+
+impl Sink for std::fs::File {
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(self, data, offset)
+    }
+}
+
+/// Packets reordered past this many later ACKed transmissions are lost.
+const REORDER_PACKETS: u64 = 3;
+/// Longest retransmission timeout after backing off.
+const MAX_RTO_NS: u64 = 2_000_000_000;
+/// Longest NACK wait the receiver accepts from a packet.
+const MAX_NACK_WAIT_NS: u64 = 10_000_000_000;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    pub packets: u64,
+    pub parity_packets: u64,
+    /// Packets sent again (after a NACK or a timeout).
+    pub resent: u64,
+    pub acked: u64,
+    pub marked: u64,
+    pub lost: u64,
+    pub nacks: u64,
+    pub timeouts: u64,
+    /// Datagrams that were not this transfer's ACKs or NACKs.
+    pub ignored: u64,
+}
+
+struct Sent {
+    block: u64,
+    index: u8,
+    bytes: u32,
+    sent_ns: u64,
+    inflight_at_send: u32,
+}
+
+pub struct Sender<S: Source> {
+    cfg: Config,
+    src: S,
+    coder: Coder,
+    params: UnoParams,
+    cc: Uno,
+    blocks: u64,
+    /// Blocks the receiver has whole, from the first.
+    blocks_done: u64,
+    /// The next block to open.
+    next_block: u64,
+    /// Packets to send, in order: opened blocks' packets, and resends.
+    queue: VecDeque<(u64, u8)>,
+    /// Per open block: its parity shards and which of its packets were ACKed.
+    open: BTreeMap<u64, OpenBlock>,
+    inflight: BTreeMap<u64, Sent>,
+    inflight_bytes: u64,
+    next_seq: u64,
+    largest_acked: Option<u64>,
+    srtt_ns: u64,
+    rto_backoff: u32,
+    last_progress_ns: u64,
+    next_send_ns: u64,
+    pub stats: SenderStats,
+}
+
+/// A block the sender has opened: its parity, and per packet (bit = index)
+/// whether it is queued to go out, in flight, or ACKed.
+struct OpenBlock {
+    parity: Vec<Vec<u8>>,
+    queued: u32,
+    in_flight: u32,
+    acked: u32,
+}
+
+impl OpenBlock {
+    /// The packets a resend should queue: sent once, neither ACKed, nor in
+    /// flight, nor queued already (a packet not yet sent goes anyway).
+    fn to_resend(&self, width: u8) -> u32 {
+        let all = 1u32.checked_shl(u32::from(width)).map_or(u32::MAX, |b| b - 1);
+        all & !(self.acked | self.in_flight | self.queued)
+    }
+}
+
+impl<S: Source> Sender<S> {
+    /// A sender of `cfg.bytes` bytes of `src`, its window UnoCC's with
+    /// `params`; `rtt_hint_ns` sizes the first window (0: UnoCC's default).
+    pub fn new(cfg: Config, src: S, params: UnoParams, rtt_hint_ns: u32, now_ns: u64) -> Result<Self, String> {
+        cfg.check()?;
+        let coder = Coder::new(cfg.code).map_err(|e| e.to_string())?;
+        let mss = u32::try_from(cfg.payload + BLOCK_HEADER_LEN).unwrap_or(u32::MAX);
+        let cc = Uno::new(&params, &FlowInit { now_ns, mss, rtt_hint_ns });
+        Ok(Self {
+            blocks: cfg.blocks(),
+            cfg,
+            src,
+            coder,
+            params,
+            cc,
+            blocks_done: 0,
+            next_block: 0,
+            queue: VecDeque::new(),
+            open: BTreeMap::new(),
+            inflight: BTreeMap::new(),
+            inflight_bytes: 0,
+            next_seq: 0,
+            largest_acked: None,
+            srtt_ns: u64::from(rtt_hint_ns),
+            rto_backoff: 0,
+            last_progress_ns: now_ns,
+            next_send_ns: now_ns,
+            stats: SenderStats::default(),
+        })
+    }
+
+    /// Every block is whole at the receiver.
+    pub fn is_done(&self) -> bool {
+        self.blocks_done >= self.blocks
+    }
+
+    pub fn cwnd(&self) -> u32 {
+        self.cc.cwnd()
+    }
+
+    pub fn srtt_ns(&self) -> u64 {
+        self.srtt_ns
+    }
+
+    pub fn blocks_done(&self) -> u64 {
+        self.blocks_done
+    }
+
+    fn rto_ns(&self) -> u64 {
+        let base = self.srtt_ns.saturating_mul(3).max(self.cfg.min_rto_ns);
+        base.checked_shl(self.rto_backoff).unwrap_or(MAX_RTO_NS).min(MAX_RTO_NS)
+    }
+
+    fn packet_len(&self, block: u64, index: u8) -> usize {
+        if index < self.cfg.data_in(block) {
+            self.cfg.span(block, index).1
+        } else {
+            self.cfg.shard_len(block)
+        }
+    }
+
+    /// The next packet to send: a queued one still needed, else the next
+    /// block's first, if the receiver can hold that block.
+    fn next_packet(&mut self) -> Result<Option<(u64, u8)>, CodingError> {
+        while let Some(&(block, index)) = self.queue.front() {
+            match self.open.get(&block) {
+                Some(b) if b.acked & (1 << index) == 0 => return Ok(Some((block, index))),
+                _ => {
+                    self.queue.pop_front();
+                    if let Some(b) = self.open.get_mut(&block) {
+                        b.queued &= !(1 << index);
+                    }
+                }
+            }
+        }
+        let window_end = self.blocks_done.saturating_add(self.cfg.max_open_blocks).min(self.blocks);
+        if self.next_block >= window_end {
+            return Ok(None);
+        }
+        let block = self.next_block;
+        let k = self.cfg.data_in(block);
+        let mut data = Vec::with_capacity(usize::from(k));
+        for i in 0..k {
+            let (start, len) = self.cfg.span(block, i);
+            let mut buf = vec![0u8; len];
+            self.src.read_at(start, &mut buf).map_err(|_| CodingError::Code("the source is shorter than the transfer"))?;
+            data.push(buf);
+        }
+        let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+        let parity = self.coder.encode(&refs)?;
+        let width = k.saturating_add(self.cfg.code.parity);
+        let queued = 1u32.checked_shl(u32::from(width)).map_or(u32::MAX, |b| b - 1);
+        self.open.insert(block, OpenBlock { parity, queued, in_flight: 0, acked: 0 });
+        self.queue.extend((0..width).map(|i| (block, i)));
+        self.next_block += 1;
+        Ok(self.queue.front().copied())
+    }
+
+    /// Writes the next datagram into `out` (cleared first) if the window and
+    /// the pacing allow one at `now_ns`; false if nothing is to be sent now.
+    pub fn poll_transmit(&mut self, now_ns: u64, out: &mut Vec<u8>) -> io::Result<bool> {
+        out.clear();
+        if self.is_done() || now_ns < self.next_send_ns {
+            return Ok(false);
+        }
+        let Some((block, index)) = self.next_packet().map_err(|e| io::Error::other(e.to_string()))? else {
+            return Ok(false);
+        };
+        let len = self.packet_len(block, index);
+        let wire_len = (len + BLOCK_HEADER_LEN) as u64;
+        if self.inflight_bytes > 0 && self.inflight_bytes.saturating_add(wire_len) > u64::from(self.cc.cwnd()) {
+            return Ok(false);
+        }
+        self.queue.pop_front();
+        if let Some(b) = self.open.get_mut(&block) {
+            b.queued &= !(1 << index);
+            b.in_flight |= 1 << index;
+        }
+        let k = self.cfg.data_in(block);
+        let mut payload = Vec::new();
+        let payload: &[u8] = if index < k {
+            let (start, len) = self.cfg.span(block, index);
+            payload.resize(len, 0);
+            self.src.read_at(start, &mut payload)?;
+            &payload
+        } else {
+            let b = self.open.get(&block).ok_or_else(|| io::Error::other("parity of a block not open"))?;
+            b.parity.get(usize::from(index - k)).map(|p| p.as_slice()).unwrap_or(&[])
+        };
+        let seq = self.next_seq;
+        let wait_us = (self.block_wait_ns(block, wire_len) / 1000).min(u64::from(u32::MAX)) as u32;
+        let p = BlockPacket { flow: self.cfg.flow, seq, block, index, data: k, parity: self.cfg.code.parity, wait_us, payload };
+        Packet::Block(p).write(out).map_err(|e| io::Error::other(e.to_string()))?;
+        self.next_seq += 1;
+        self.stats.packets += 1;
+        if index >= k {
+            self.stats.parity_packets += 1;
+        }
+        let inflight_at_send = self.inflight_bytes.min(u64::from(u32::MAX)) as u32;
+        self.inflight.insert(seq, Sent { block, index, bytes: wire_len as u32, sent_ns: now_ns, inflight_at_send });
+        self.inflight_bytes += wire_len;
+        if let Some(rate) = self.cc.pacing_rate().filter(|&r| r > 0 && r < xdcc_algo::UNPACED) {
+            let gap = wire_len.saturating_mul(1_000_000_000) / rate;
+            self.next_send_ns = now_ns.saturating_add(gap);
+        }
+        Ok(true)
+    }
+
+    /// How long the receiver should wait for the rest of `block` once a
+    /// packet of it arrives: the block's packets still queued, each taking
+    /// `wire_len` at the window's rate over the smoothed RTT (or the
+    /// pacing rate, if slower), plus the queuing allowance.
+    fn block_wait_ns(&self, block: u64, wire_len: u64) -> u64 {
+        let queued = self.open.get(&block).map_or(0, |b| u64::from(b.queued.count_ones()));
+        let by_window = self.srtt_ns.saturating_mul(wire_len) / u64::from(self.cc.cwnd()).max(wire_len);
+        let by_rate = match self.cc.pacing_rate() {
+            Some(r) if r > 0 && r < xdcc_algo::UNPACED => wire_len.saturating_mul(1_000_000_000) / r,
+            _ => 0,
+        };
+        queued.saturating_mul(by_window.max(by_rate)).saturating_add(self.cfg.nack_queue_ns)
+    }
+
+    /// When the sender next wants the clock, seen at `now_ns` after
+    /// `poll_transmit` said no: when pacing lets the next packet go, or the
+    /// retransmission timeout (an ACK may come first; a window-limited
+    /// sender waits for one).
+    pub fn next_timeout(&self, now_ns: u64) -> Option<u64> {
+        if self.is_done() {
+            return None;
+        }
+        let rto = self.last_progress_ns.saturating_add(self.rto_ns());
+        Some(if self.next_send_ns > now_ns { rto.min(self.next_send_ns) } else { rto })
+    }
+
+    /// A datagram from the receiver.
+    pub fn on_datagram(&mut self, now_ns: u64, datagram: &[u8]) {
+        match Packet::parse(datagram) {
+            Ok(Packet::Ack { flow, seq, ce, blocks_done }) if flow == self.cfg.flow => {
+                self.on_ack(now_ns, seq, ce, blocks_done)
+            }
+            Ok(Packet::Nack { flow, block }) if flow == self.cfg.flow => self.on_nack(now_ns, block),
+            _ => self.stats.ignored += 1,
+        }
+    }
+
+    fn on_ack(&mut self, now_ns: u64, seq: u64, ce: bool, blocks_done: u64) {
+        if seq >= self.next_seq {
+            self.stats.ignored += 1;
+            return;
+        }
+        if blocks_done > self.blocks_done {
+            self.blocks_done = blocks_done.min(self.blocks);
+            let keep = self.open.split_off(&self.blocks_done);
+            self.open = keep;
+        }
+        self.last_progress_ns = now_ns;
+        self.rto_backoff = 0;
+        let Some(s) = self.inflight.remove(&seq) else {
+            // Declared lost before its ACK came: the receiver has it.
+            return;
+        };
+        self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.bytes));
+        if let Some(b) = self.open.get_mut(&s.block) {
+            b.acked |= 1 << s.index;
+            b.in_flight &= !(1 << s.index);
+        }
+        self.stats.acked += 1;
+        if ce {
+            self.stats.marked += 1;
+        }
+        let rtt = now_ns.saturating_sub(s.sent_ns).max(1);
+        self.srtt_ns = if self.srtt_ns == 0 { rtt } else { self.srtt_ns - self.srtt_ns / 8 + rtt / 8 };
+        self.cc.on_ack(
+            &self.params,
+            &AckSample {
+                now_ns,
+                acked_bytes: s.bytes,
+                marked_bytes: if ce { s.bytes } else { 0 },
+                rtt_ns: rtt.min(u64::from(u32::MAX)) as u32,
+                srtt_ns: self.srtt_ns.min(u64::from(u32::MAX)) as u32,
+                send_time_ns: s.sent_ns,
+                inflight_at_send: s.inflight_at_send,
+                inflight: self.inflight_bytes.min(u64::from(u32::MAX)) as u32,
+                app_limited: false,
+            },
+        );
+        self.largest_acked = Some(self.largest_acked.map_or(seq, |l| l.max(seq)));
+        self.detect_losses();
+    }
+
+    fn detect_losses(&mut self) {
+        let Some(largest) = self.largest_acked else { return };
+        let Some(below) = largest.checked_sub(REORDER_PACKETS) else { return };
+        let lost: Vec<u64> = self.inflight.range(..below).map(|(&s, _)| s).collect();
+        for seq in lost {
+            if let Some(s) = self.inflight.remove(&seq) {
+                self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.bytes));
+                if let Some(b) = self.open.get_mut(&s.block) {
+                    b.in_flight &= !(1 << s.index);
+                }
+                self.stats.lost += 1;
+            }
+        }
+    }
+
+    fn on_nack(&mut self, now_ns: u64, block: u64) {
+        if !self.open.contains_key(&block) {
+            self.stats.ignored += 1;
+            return;
+        }
+        self.stats.nacks += 1;
+        let bytes = (self.cfg.payload + BLOCK_HEADER_LEN) as u32;
+        self.cc.on_event(&self.params, Event::Loss { bytes }, now_ns);
+        self.resend(block);
+    }
+
+    /// Queues the packets of `block` the receiver may lack (sent, not
+    /// ACKed, not in flight) ahead of new blocks: the receiver waits on it.
+    fn resend(&mut self, block: u64) {
+        let width = self.cfg.data_in(block).saturating_add(self.cfg.code.parity);
+        let Some(b) = self.open.get_mut(&block) else { return };
+        let missing = b.to_resend(width);
+        b.queued |= missing;
+        self.stats.resent += u64::from(missing.count_ones());
+        for i in (0..width).rev().filter(|i| missing & (1 << i) != 0) {
+            self.queue.push_front((block, i));
+        }
+    }
+
+    /// The clock reached `now_ns`: a retransmission timeout if no ACK came
+    /// for one.
+    pub fn on_timeout(&mut self, now_ns: u64) {
+        if self.is_done() || now_ns < self.last_progress_ns.saturating_add(self.rto_ns()) {
+            return;
+        }
+        self.stats.timeouts += 1;
+        if !self.inflight.is_empty() {
+            self.cc.on_event(&self.params, Event::Rto, now_ns);
+        }
+        self.stats.lost += self.inflight.len() as u64;
+        self.inflight.clear();
+        self.inflight_bytes = 0;
+        let open: Vec<u64> = self.open.keys().copied().collect();
+        for b in self.open.values_mut() {
+            b.in_flight = 0;
+        }
+        // (Last block first: each goes to the queue's front.)
+        for block in open.into_iter().rev() {
+            self.resend(block);
+        }
+        self.rto_backoff = self.rto_backoff.saturating_add(1).min(16);
+        self.last_progress_ns = now_ns;
+        self.next_send_ns = now_ns;
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReceiverStats {
+    /// Packets of the transfer that were kept.
+    pub packets: u64,
+    pub marked: u64,
+    pub duplicates: u64,
+    /// Blocks whose data was (partly) recomputed from parity, and the data
+    /// packets so recomputed.
+    pub rebuilt_blocks: u64,
+    pub rebuilt_packets: u64,
+    pub nacks: u64,
+    /// Datagrams refused: malformed, another flow's, or contradicting the
+    /// transfer (a block or length it does not have, beyond the open window).
+    pub refused: u64,
+}
+
+pub struct Receiver<W: Sink> {
+    cfg: Config,
+    sink: W,
+    coder: Coder,
+    blocks: u64,
+    blocks_done: u64,
+    open: BTreeMap<u64, BlockAssembly>,
+    /// Blocks written beyond `blocks_done` (a hole before them).
+    done_ahead: BTreeSet<u64>,
+    pub stats: ReceiverStats,
+}
+
+impl<W: Sink> Receiver<W> {
+    pub fn new(cfg: Config, sink: W) -> Result<Self, String> {
+        cfg.check()?;
+        let coder = Coder::new(cfg.code).map_err(|e| e.to_string())?;
+        Ok(Self {
+            blocks: cfg.blocks(),
+            cfg,
+            sink,
+            coder,
+            blocks_done: 0,
+            open: BTreeMap::new(),
+            done_ahead: BTreeSet::new(),
+            stats: ReceiverStats::default(),
+        })
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.blocks_done >= self.blocks
+    }
+
+    pub fn into_sink(self) -> W {
+        self.sink
+    }
+
+    /// A datagram arrived at `now_ns` (`ce`: its IP header was CE-marked).
+    /// Returns the ACK to send, if the datagram was this transfer's; an
+    /// error only when the sink cannot be written.
+    pub fn on_datagram(&mut self, now_ns: u64, datagram: &[u8], ce: bool) -> io::Result<Option<Packet<'static>>> {
+        let p = match Packet::parse(datagram) {
+            Ok(Packet::Block(p)) if p.flow == self.cfg.flow => p,
+            _ => {
+                self.stats.refused += 1;
+                return Ok(None);
+            }
+        };
+        let ack = |blocks_done| Packet::Ack { flow: p.flow, seq: p.seq, ce, blocks_done };
+        if p.block < self.blocks_done || self.done_ahead.contains(&p.block) {
+            self.stats.duplicates += 1;
+            return Ok(Some(ack(self.blocks_done)));
+        }
+        if !self.belongs(&p) {
+            self.stats.refused += 1;
+            return Ok(None);
+        }
+        let block = p.block;
+        let asm = match self.open.entry(block) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => match BlockAssembly::new(p.data, p.parity) {
+                Ok(a) => e.insert(a),
+                Err(_) => {
+                    self.stats.refused += 1;
+                    return Ok(None);
+                }
+            },
+        };
+        let wait_ns = u64::from(p.wait_us).saturating_mul(1000).min(MAX_NACK_WAIT_NS);
+        match asm.add(&p, now_ns, wait_ns) {
+            Err(_) => {
+                self.stats.refused += 1;
+                return Ok(None);
+            }
+            Ok(RxOutcome::Duplicate | RxOutcome::AlreadyComplete) => self.stats.duplicates += 1,
+            Ok(RxOutcome::Counted) => self.count(ce),
+            Ok(RxOutcome::Completed) => {
+                self.count(ce);
+                self.finish(block)?;
+            }
+        }
+        Ok(Some(ack(self.blocks_done)))
+    }
+
+    fn count(&mut self, ce: bool) {
+        self.stats.packets += 1;
+        if ce {
+            self.stats.marked += 1;
+        }
+    }
+
+    /// Whether a packet of a block not yet whole is one this transfer can
+    /// have: a block it has, within the open window, of that block's
+    /// geometry, a data payload of exactly its length, a parity shard of
+    /// the block's shard length.
+    fn belongs(&self, p: &BlockPacket) -> bool {
+        let window_end = self.blocks_done.saturating_add(self.cfg.max_open_blocks).min(self.blocks);
+        if p.block >= window_end || (p.data, p.parity) != (self.cfg.data_in(p.block), self.cfg.code.parity) {
+            return false;
+        }
+        let want = if p.is_parity() { self.cfg.shard_len(p.block) } else { self.cfg.span(p.block, p.index).1 };
+        p.payload.len() == want
+    }
+
+    /// Writes a whole block's data and moves the window.
+    fn finish(&mut self, block: u64) -> io::Result<()> {
+        let Some(asm) = self.open.remove(&block) else { return Ok(()) };
+        let missing = asm.missing_data() as u64;
+        let data = asm.rebuild(&self.coder).map_err(|e| io::Error::other(format!("block {block}: {e}")))?;
+        if missing > 0 {
+            self.stats.rebuilt_blocks += 1;
+            self.stats.rebuilt_packets += missing;
+        }
+        for (i, d) in data.iter().enumerate() {
+            let (start, len) = self.cfg.span(block, i as u8);
+            if d.len() != len {
+                return Err(io::Error::other(format!("block {block}: packet {i} rebuilt as {} bytes, not {len}", d.len())));
+            }
+            self.sink.write_at(start, d)?;
+        }
+        self.done_ahead.insert(block);
+        while self.done_ahead.remove(&self.blocks_done) {
+            self.blocks_done += 1;
+        }
+        Ok(())
+    }
+
+    /// The NACKs due at `now_ns`.
+    pub fn poll_nacks(&mut self, now_ns: u64) -> Vec<Packet<'static>> {
+        let flow = self.cfg.flow;
+        let mut out = Vec::new();
+        for (&block, asm) in self.open.iter_mut() {
+            if asm.rx().on_timer(now_ns) {
+                out.push(Packet::Nack { flow, block });
+            }
+        }
+        self.stats.nacks += out.len() as u64;
+        out
+    }
+
+    /// When the next NACK is due, if any block waits for one.
+    pub fn next_timeout(&mut self) -> Option<u64> {
+        self.open.values_mut().filter_map(|a| a.rx().nack_due_ns()).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xdcc_algo::NetConfig;
+
+    fn cfg(bytes: u64) -> Config {
+        Config {
+            flow: 0x5eed,
+            bytes,
+            payload: 1000,
+            code: BlockCode::default(),
+            nack_queue_ns: 200_000,
+            max_open_blocks: 64,
+            min_rto_ns: 1_000_000,
+        }
+    }
+
+    fn params() -> UnoParams {
+        UnoParams::from_net(&NetConfig { link_rate_bps: 1_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 1_000_000, mtu: 1034 })
+    }
+
+    fn data(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 + i / 1000) as u8).collect()
+    }
+
+    /// Runs a transfer through a path that delays every datagram by
+    /// `one_way_ns` and drops the data-path packets `drop` says to;
+    /// returns the receiver's bytes and both ends' counters.
+    fn run(bytes: usize, mut drop: impl FnMut(&BlockPacket) -> bool) -> (Vec<u8>, SenderStats, ReceiverStats) {
+        let src = data(bytes);
+        let c = cfg(bytes as u64);
+        let one_way_ns = 50_000;
+        let mut now = 0u64;
+        let mut tx = Sender::new(c, src.as_slice(), params(), 100_000, now).unwrap();
+        let mut rx = Receiver::new(c, vec![0u8; bytes]).unwrap();
+        // (arrival time, towards the receiver?, datagram)
+        let mut wire: Vec<(u64, bool, Vec<u8>)> = Vec::new();
+        let mut buf = Vec::new();
+        for _ in 0..2_000_000 {
+            while tx.poll_transmit(now, &mut buf).unwrap() {
+                let Ok(Packet::Block(p)) = Packet::parse(&buf) else { panic!("the sender wrote a bad packet") };
+                if !drop(&p) {
+                    wire.push((now + one_way_ns, true, buf.clone()));
+                }
+            }
+            for n in rx.poll_nacks(now) {
+                let mut b = Vec::new();
+                n.write(&mut b).unwrap();
+                wire.push((now + one_way_ns, false, b));
+            }
+            tx.on_timeout(now);
+            if tx.is_done() && rx.is_done() {
+                break;
+            }
+            // Next event: a datagram's arrival or either end's timer.
+            let next = [wire.iter().map(|w| w.0).min(), tx.next_timeout(now), rx.next_timeout()]
+                .into_iter()
+                .flatten()
+                .min()
+                .expect("something is pending");
+            now = next.max(now + 1);
+            let (due, later): (Vec<_>, Vec<_>) = wire.into_iter().partition(|w| w.0 <= now);
+            wire = later;
+            for (_, to_rx, d) in due {
+                if to_rx {
+                    if let Some(a) = rx.on_datagram(now, &d, false).unwrap() {
+                        let mut b = Vec::new();
+                        a.write(&mut b).unwrap();
+                        wire.push((now + one_way_ns, false, b));
+                    }
+                } else {
+                    tx.on_datagram(now, &d);
+                }
+            }
+        }
+        assert!(tx.is_done() && rx.is_done(), "the transfer ended: {:?} {:?}", tx.stats, rx.stats);
+        let stats = rx.stats;
+        (rx.into_sink(), tx.stats, stats)
+    }
+
+    /// Drops the packets `which` picks the first time each is sent.
+    fn first_sending(which: impl Fn(&BlockPacket) -> bool) -> impl FnMut(&BlockPacket) -> bool {
+        let mut seen = BTreeSet::new();
+        move |p| which(p) && seen.insert((p.block, p.index))
+    }
+
+    #[test]
+    fn a_clean_path_moves_the_bytes_without_rebuilding() {
+        let bytes = 1_234_567;
+        let (got, tx, rx) = run(bytes, |_| false);
+        assert!(got == data(bytes), "byte-exact");
+        assert_eq!((rx.rebuilt_blocks, rx.nacks, tx.resent, tx.lost), (0, 0, 0, 0));
+        assert_eq!(tx.parity_packets, 2 * cfg(bytes as u64).blocks(), "two parity packets per block");
+    }
+
+    #[test]
+    fn two_losses_per_block_are_rebuilt_from_parity_and_not_resent() {
+        let bytes = 800_000;
+        // Every block loses its data packets 1 and 6 on their first sending.
+        let (got, tx, rx) = run(bytes, first_sending(|p| p.index == 1 || p.index == 6));
+        assert!(got == data(bytes), "byte-exact");
+        assert_eq!(rx.rebuilt_blocks, cfg(bytes as u64).blocks());
+        assert_eq!(rx.rebuilt_packets, 2 * rx.rebuilt_blocks);
+        assert_eq!((rx.nacks, tx.resent), (0, 0), "the code recovered every loss");
+        assert!(tx.lost > 0, "the losses were seen");
+    }
+
+    #[test]
+    fn three_losses_in_a_block_are_nacked_and_resent() {
+        let bytes = 80_000; // 10 blocks
+        let (got, tx, rx) = run(bytes, first_sending(|p| p.block == 4 && p.index < 3));
+        assert!(got == data(bytes), "byte-exact");
+        assert_eq!(rx.nacks, 1);
+        assert_eq!(tx.nacks, 1);
+        assert_eq!(tx.resent, 3, "the block's three missing packets, nothing else");
+    }
+
+    #[test]
+    fn a_block_lost_whole_is_resent_after_a_timeout() {
+        let bytes = 80_000;
+        let (got, tx, rx) = run(bytes, first_sending(|p| p.block == 9));
+        assert!(got == data(bytes), "byte-exact");
+        assert!(tx.timeouts >= 1, "no packet of the block arrived to arm its timer: the sender's timeout resends it");
+        assert_eq!(rx.rebuilt_blocks, 0);
+        assert_eq!(tx.packets, 110, "the block sent once more, nothing else");
+    }
+
+    #[test]
+    fn datagrams_that_do_not_belong_are_refused_and_change_nothing() {
+        let c = cfg(20_000);
+        let mut rx = Receiver::new(c, vec![0u8; 20_000]).unwrap();
+        let payload = vec![1u8; 1000];
+        let good = BlockPacket { flow: c.flow, seq: 0, block: 0, index: 0, data: 8, parity: 2, wait_us: 200, payload: &payload };
+        let bad = [
+            BlockPacket { flow: c.flow + 1, ..good },
+            BlockPacket { block: 3, ..good },         // the transfer has blocks 0..=2
+            BlockPacket { data: 7, ..good },          // block 0 holds 8
+            BlockPacket { payload: &payload[..999], ..good },
+            BlockPacket { index: 8, payload: &payload, ..good }, // parity of the wrong length
+        ];
+        for p in bad {
+            let mut b = Vec::new();
+            Packet::Block(p).write(&mut b).unwrap();
+            assert_eq!(rx.on_datagram(0, &b, false).unwrap(), None, "{p:?}");
+        }
+        assert_eq!(rx.on_datagram(0, b"junk", false).unwrap(), None);
+        assert_eq!(rx.stats.refused, 6);
+        assert_eq!(rx.stats.packets, 0);
+        assert!(rx.next_timeout().is_none(), "no block was opened");
+        let mut b = Vec::new();
+        Packet::Block(good).write(&mut b).unwrap();
+        assert_eq!(rx.on_datagram(0, &b, true).unwrap(), Some(Packet::Ack { flow: c.flow, seq: 0, ce: true, blocks_done: 0 }));
+        assert_eq!(rx.on_datagram(0, &b, false).unwrap().map(|_| ()), Some(()), "a duplicate is ACKed");
+        assert_eq!((rx.stats.packets, rx.stats.duplicates, rx.stats.marked), (1, 1, 1));
+    }
+
+    #[test]
+    fn bad_configs_are_refused() {
+        let src: &[u8] = &[];
+        for c in [
+            Config { payload: 0, ..cfg(1) },
+            Config { payload: MAX_DATA_PAYLOAD + 1, ..cfg(1) },
+            Config { max_open_blocks: 0, ..cfg(1) },
+            Config { code: BlockCode { data: 0, parity: 1 }, ..cfg(1) },
+        ] {
+            assert!(Sender::new(c, src, params(), 0, 0).is_err());
+            assert!(Receiver::new(c, Vec::new()).is_err());
+        }
+    }
+}
