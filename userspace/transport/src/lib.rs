@@ -7,16 +7,19 @@
 //!   which refuses anything malformed and never panics.
 //! - [`coding`]: the bytes coded: a block's parity from its data, and the
 //!   receiver's block rebuilt from any 8 of its 10 packets.
+//! - [`session`]: the sender and the receiver as state machines without I/O
+//!   (UnoCC's window, ACKs, NACKs, timeouts, the receiver's memory bound).
+//! - [`udp`]: the two ends over a UDP socket, one datagram per syscall.
 //!
-//! What is here is the data plane's coding; the socket layer (ECN, entropy
-//! per packet, pacing, GSO/GRO), the window (UnoCC from `xdcc-algo`), the
-//! control connection and `xdcc send`/`xdcc recv` are not built yet
-//! (issue 46; docs/transport.md).
+//! Not built yet (issue 46; docs/transport.md): ECN on UDP, an entropy per
+//! packet (UnoLB), GSO/GRO and batched syscalls, the control connection
+//! with its token, and `xdcc send` / `xdcc recv`.
 
 #![forbid(unsafe_code)]
 
 pub mod coding;
 pub mod session;
+pub mod udp;
 pub mod wire;
 
 pub use coding::{BlockAssembly, Coder, CodingError};

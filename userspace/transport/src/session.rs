@@ -386,16 +386,20 @@ impl<S: Source> Sender<S> {
         queued.saturating_mul(by_window.max(by_rate)).saturating_add(self.cfg.nack_queue_ns)
     }
 
-    /// When the sender next wants the clock, seen at `now_ns` after
-    /// `poll_transmit` said no: when pacing lets the next packet go, or the
-    /// retransmission timeout (an ACK may come first; a window-limited
-    /// sender waits for one).
-    pub fn next_timeout(&self, now_ns: u64) -> Option<u64> {
+    /// When the sender next wants the clock, after `poll_transmit` said no:
+    /// when pacing lets the next packet go if the window has room for one
+    /// and one is waiting, else the retransmission timeout (an ACK may come
+    /// first: a window-limited sender waits for one).
+    pub fn next_timeout(&self) -> Option<u64> {
         if self.is_done() {
             return None;
         }
         let rto = self.last_progress_ns.saturating_add(self.rto_ns());
-        Some(if self.next_send_ns > now_ns { rto.min(self.next_send_ns) } else { rto })
+        let wire_len = (self.cfg.payload + BLOCK_HEADER_LEN) as u64;
+        let room = self.inflight_bytes == 0 || self.inflight_bytes.saturating_add(wire_len) <= u64::from(self.cc.cwnd());
+        let window_end = self.blocks_done.saturating_add(self.cfg.max_open_blocks).min(self.blocks);
+        let waiting = !self.queue.is_empty() || self.next_block < window_end;
+        Some(if room && waiting { rto.min(self.next_send_ns) } else { rto })
     }
 
     /// A datagram from the receiver.
@@ -736,7 +740,7 @@ mod tests {
                 break;
             }
             // Next event: a datagram's arrival or either end's timer.
-            let next = [wire.iter().map(|w| w.0).min(), tx.next_timeout(now), rx.next_timeout()]
+            let next = [wire.iter().map(|w| w.0).min(), tx.next_timeout(), rx.next_timeout()]
                 .into_iter()
                 .flatten()
                 .min()
