@@ -2,7 +2,7 @@
 # Host tests of the eBPF programs, the xdcc agent and the CLI, in network
 # namespaces and a cgroup made here (nothing else on the machine is touched).
 #
-#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [sample] [flowgen] [phantom] [apply] [policy] [churn] [prometheus] [bpfcc]   (default: all; root)
+#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [sample] [flowgen] [phantom] [apply] [policy] [churn] [prometheus] [bpfcc] [transport]   (default: all; root)
 #
 # Needs target/release/xdcc (cargo build --release -p xdcc), python3, jq,
 # nft, bpftool and iproute2 (ebpf/install-toolchain.sh installs them).
@@ -27,7 +27,7 @@ XDCC_BIN=$X # the library's CC properties are those of the binary under test
 source "$root/tests/lib/lib.sh"
 NS_TAG=x$$ # this run's namespaces and cgroups: x<pid>...
 
-all_sections=(telemetry reroute cli switch sample flowgen phantom apply policy churn prometheus bpfcc)
+all_sections=(telemetry reroute cli switch sample flowgen phantom apply policy churn prometheus bpfcc transport)
 sections=("$@")
 ((${#sections[@]})) || sections=("${all_sections[@]}")
 for s in "${sections[@]}"; do

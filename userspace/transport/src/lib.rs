@@ -10,15 +10,20 @@
 //! - [`session`]: the sender and the receiver as state machines without I/O
 //!   (UnoCC's window, ACKs, NACKs, timeouts, the receiver's memory bound).
 //! - [`udp`]: the two ends over a UDP socket, one datagram per syscall.
+//! - [`control`] and [`transfer`]: the TCP control connection (the
+//!   operator's key proven both ways, the flow id as the data's token, the
+//!   whole transfer's SHA-256) and whole-file transfers, what `xdcc send`
+//!   and `xdcc recv` run.
 //!
 //! Not built yet (issue 46; docs/transport.md): ECN on UDP, an entropy per
-//! packet (UnoLB), GSO/GRO and batched syscalls, the control connection
-//! with its token, and `xdcc send` / `xdcc recv`.
+//! packet (UnoLB), GSO/GRO and batched syscalls.
 
 #![forbid(unsafe_code)]
 
 pub mod coding;
+pub mod control;
 pub mod session;
+pub mod transfer;
 pub mod udp;
 pub mod wire;
 

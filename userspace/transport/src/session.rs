@@ -99,6 +99,11 @@ impl Config {
         (start, len as usize)
     }
 
+    /// The data bytes in the first `blocks` blocks.
+    pub fn bytes_in(&self, blocks: u64) -> u64 {
+        blocks.saturating_mul(u64::from(self.code.data)).saturating_mul(self.payload as u64).min(self.bytes)
+    }
+
     fn data_in(&self, block: u64) -> u8 {
         self.code.data_in(block, self.data_packets())
     }
@@ -157,7 +162,7 @@ const MAX_RTO_NS: u64 = 2_000_000_000;
 /// Longest NACK wait the receiver accepts from a packet.
 const MAX_NACK_WAIT_NS: u64 = 10_000_000_000;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SenderStats {
     pub packets: u64,
     pub parity_packets: u64,
@@ -270,6 +275,11 @@ impl<S: Source> Sender<S> {
 
     pub fn blocks_done(&self) -> u64 {
         self.blocks_done
+    }
+
+    /// The bytes the receiver has whole, from the first.
+    pub fn bytes_done(&self) -> u64 {
+        self.cfg.bytes_in(self.blocks_done)
     }
 
     fn rto_ns(&self) -> u64 {
@@ -479,22 +489,28 @@ impl<S: Source> Sender<S> {
             return;
         }
         self.stats.nacks += 1;
-        let bytes = (self.cfg.payload + BLOCK_HEADER_LEN) as u32;
-        self.cc.on_event(&self.params, Event::Loss { bytes }, now_ns);
-        self.resend(block);
+        // A NACK for packets still in flight or not yet sent (the receiver's
+        // timer ran out first) asks for nothing and tells UnoCC nothing.
+        let resent = self.resend(block);
+        if resent > 0 {
+            let bytes = (self.cfg.payload + BLOCK_HEADER_LEN) as u32;
+            self.cc.on_event(&self.params, Event::Loss { bytes: bytes.saturating_mul(resent) }, now_ns);
+        }
     }
 
     /// Queues the packets of `block` the receiver may lack (sent, not
     /// ACKed, not in flight) ahead of new blocks: the receiver waits on it.
-    fn resend(&mut self, block: u64) {
+    /// Returns how many.
+    fn resend(&mut self, block: u64) -> u32 {
         let width = self.cfg.data_in(block).saturating_add(self.cfg.code.parity);
-        let Some(b) = self.open.get_mut(&block) else { return };
+        let Some(b) = self.open.get_mut(&block) else { return 0 };
         let missing = b.to_resend(width);
         b.queued |= missing;
         self.stats.resent += u64::from(missing.count_ones());
         for i in (0..width).rev().filter(|i| missing & (1 << i) != 0) {
             self.queue.push_front((block, i));
         }
+        missing.count_ones()
     }
 
     /// The clock reached `now_ns`: a retransmission timeout if no ACK came
@@ -524,7 +540,7 @@ impl<S: Source> Sender<S> {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ReceiverStats {
     /// Packets of the transfer that were kept.
     pub packets: u64,
@@ -574,6 +590,11 @@ impl<W: Sink> Receiver<W> {
 
     pub fn into_sink(self) -> W {
         self.sink
+    }
+
+    /// The bytes written, from the first, with no hole before them.
+    pub fn bytes_done(&self) -> u64 {
+        self.cfg.bytes_in(self.blocks_done)
     }
 
     /// A datagram arrived at `now_ns` (`ce`: its IP header was CE-marked).

@@ -7,7 +7,8 @@
 //! batched syscalls come next (docs/transport.md).
 
 use std::io;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,12 @@ use crate::session::{Receiver, ReceiverStats, Sender, SenderStats, Sink, Source}
 /// The peer said nothing for this long: the transfer fails.
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_DATAGRAM: usize = 65_536;
+
+/// Whether a datagram from `from` comes from another address than the one
+/// the transfer was agreed with (IPv4-mapped IPv6 compared as IPv4).
+fn from_ip_differs(from: SocketAddr, agreed: Option<IpAddr>) -> bool {
+    agreed.is_some_and(|a| a.to_canonical() != from.ip().to_canonical())
+}
 
 /// A monotonic clock in nanoseconds from the transfer's start.
 struct Clock(Instant);
@@ -50,16 +57,25 @@ fn recv_until(sock: &UdpSocket, clock: &Clock, deadline_ns: Option<u64>, buf: &m
     }
 }
 
+/// How often the loops report progress.
+const PROGRESS_NS: u64 = 100_000_000;
+
 /// Sends `sender`'s transfer to `peer` from `sock` until the receiver has
 /// every block; fails if the receiver is silent for `PEER_TIMEOUT`.
-pub fn send<S: Source>(sock: &UdpSocket, peer: SocketAddr, sender: &mut Sender<S>) -> io::Result<SenderStats> {
+/// `progress` hears the bytes the receiver has whole, every 100 ms.
+pub fn send<S: Source>(sock: &UdpSocket, peer: SocketAddr, sender: &mut Sender<S>, progress: &mut dyn FnMut(u64)) -> io::Result<SenderStats> {
     sock.set_nonblocking(true)?;
     let clock = Clock(Instant::now());
     let mut out = Vec::with_capacity(MAX_DATAGRAM);
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut heard = clock.now();
+    let mut reported = 0;
     while !sender.is_done() {
         let now = clock.now();
+        if now >= reported + PROGRESS_NS {
+            reported = now;
+            progress(sender.bytes_done());
+        }
         while sender.poll_transmit(now, &mut out)? {
             sock.send_to(&out, peer)?;
         }
@@ -75,15 +91,24 @@ pub fn send<S: Source>(sock: &UdpSocket, peer: SocketAddr, sender: &mut Sender<S
             return Err(io::Error::new(io::ErrorKind::TimedOut, format!("no answer from {peer} for {} s", PEER_TIMEOUT.as_secs())));
         }
     }
+    progress(sender.bytes_done());
     Ok(sender.stats)
 }
 
 /// Receives one transfer on `sock` from the first address that sends one of
-/// its packets (later packets from elsewhere are refused), until every
-/// block is written; fails if the sender is silent for `PEER_TIMEOUT`.
-/// The ACKs of the last block go out once more for each late duplicate
-/// until the sender is quiet for a second (its last ACKs may be lost).
-pub fn receive<W: Sink>(sock: &UdpSocket, receiver: &mut Receiver<W>) -> io::Result<ReceiverStats> {
+/// its packets (from `from` only, if given; datagrams from elsewhere are
+/// refused), until every block is written; fails if the sender is silent
+/// for `PEER_TIMEOUT`. Then it goes on ACKing the sender's late resends (its
+/// last ACKs may be lost) until `stop` is set or the sender is quiet for a
+/// second. `progress` hears the bytes written, every 100 ms.
+pub fn receive<W: Sink>(
+    sock: &UdpSocket,
+    from: Option<IpAddr>,
+    receiver: &mut Receiver<W>,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<ReceiverStats> {
+    let sender_ip = from;
     sock.set_nonblocking(true)?;
     let clock = Clock(Instant::now());
     let mut buf = vec![0u8; MAX_DATAGRAM];
@@ -91,8 +116,13 @@ pub fn receive<W: Sink>(sock: &UdpSocket, receiver: &mut Receiver<W>) -> io::Res
     let mut peer: Option<SocketAddr> = None;
     let mut heard = clock.now();
     let mut linger_until: Option<u64> = None;
+    let mut reported = 0;
     loop {
         let now = clock.now();
+        if now >= reported + PROGRESS_NS {
+            reported = now;
+            progress(receiver.bytes_done());
+        }
         if let Some(to) = peer {
             for nack in receiver.poll_nacks(now) {
                 out.clear();
@@ -105,7 +135,7 @@ pub fn receive<W: Sink>(sock: &UdpSocket, receiver: &mut Receiver<W>) -> io::Res
             None => receiver.next_timeout(),
         };
         if let Some((n, from)) = recv_until(sock, &clock, deadline, &mut buf)? {
-            if peer.is_some_and(|p| p != from) {
+            if peer.is_some_and(|p| p != from) || from_ip_differs(from, sender_ip) {
                 receiver.stats.refused += 1;
                 continue;
             }
@@ -122,7 +152,8 @@ pub fn receive<W: Sink>(sock: &UdpSocket, receiver: &mut Receiver<W>) -> io::Res
         if receiver.is_done() {
             // Linger: answer the sender's resends until it goes quiet.
             let quiet_until = heard.saturating_add(1_000_000_000);
-            if now >= quiet_until {
+            if now >= quiet_until || stop.load(Ordering::Relaxed) {
+                progress(receiver.bytes_done());
                 return Ok(receiver.stats);
             }
             linger_until = Some(quiet_until);

@@ -80,14 +80,15 @@ fn a_lossy_path_is_recovered_by_the_code_byte_exact() {
     };
     let receiver = thread::spawn(move || {
         let mut r = Receiver::new(cfg, vec![0u8; bytes as usize]).unwrap();
-        let stats = udp::receive(&rx_sock, &mut r).unwrap();
+        let stats = udp::receive(&rx_sock, None, &mut r, &AtomicBool::new(false), &mut |_| {}).unwrap();
         (r.into_sink(), stats)
     });
 
     let params = uno::Params::from_net(&NetConfig { link_rate_bps: 1_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 1_000_000, mtu: 1438 });
     let tx_sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut sender = Sender::new(cfg, data.as_slice(), params, 100_000, 0).unwrap();
-    let tx = udp::send(&tx_sock, relay_addr, &mut sender).unwrap();
+    let mut reports = Vec::new();
+    let tx = udp::send(&tx_sock, relay_addr, &mut sender, &mut |b| reports.push(b)).unwrap();
     let (got, rx) = receiver.join().unwrap();
     stop.store(true, Ordering::Relaxed);
     let dropped = relay.join().unwrap();
@@ -95,6 +96,7 @@ fn a_lossy_path_is_recovered_by_the_code_byte_exact() {
     let blocks = cfg.blocks();
     eprintln!("{bytes} B, {blocks} blocks, {dropped} packets lost: {tx:?} {rx:?}");
     assert!(got == data, "byte-exact");
+    assert!(reports.windows(2).all(|w| w[0] <= w[1]) && reports.last() == Some(&bytes), "progress rises to the whole: {reports:?}");
     assert!(dropped >= 2 * blocks, "the path lost {dropped} packets");
     assert!(rx.rebuilt_blocks >= blocks - 2, "blocks rebuilt from parity: {} of {blocks}", rx.rebuilt_blocks);
     assert!(tx.resent * 5 < dropped, "the code, not resends, recovered the losses: {} resent", tx.resent);

@@ -87,6 +87,14 @@ enum Cmd {
     /// Mark CE on every Nth ECT packet leaving an interface (a test/demo
     /// router port); runs in the foreground and prints the counts at exit.
     MarkCe(cli::mark::MarkCeArgs),
+    /// Send a file over xdcc's UDP transport to an `xdcc recv`: UnoCC's
+    /// window, every 8 packets with 2 Reed-Solomon parity packets (UnoRC),
+    /// the shared key proven both ways, the SHA-256 checked at the end.
+    Send(cli::transfer::SendArgs),
+    /// Receive one file from an `xdcc send`; it is put in place only once
+    /// its SHA-256 matches the sender's (an existing file only with
+    /// --overwrite). Prints a summary.
+    Recv(cli::transfer::RecvArgs),
     /// Print a shell completion script (e.g. `xdcc completions bash >
     /// /etc/bash_completion.d/xdcc`).
     Completions {
@@ -131,6 +139,8 @@ fn main() {
         Cmd::MarkAmrt(a) => cli::mark::run_amrt(a),
         Cmd::Switch(c) => cli::switch::run(c),
         Cmd::MarkCe(a) => cli::mark::run_ce(a),
+        Cmd::Send(a) => cli::transfer::send(a, &ctx),
+        Cmd::Recv(a) => cli::transfer::recv(a, &ctx),
         Cmd::Completions { shell } => cli::docs::completions(shell),
         Cmd::Man { out } => cli::docs::man(out),
     };

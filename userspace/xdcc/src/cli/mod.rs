@@ -13,6 +13,7 @@ pub mod module;
 pub mod reroute;
 pub mod stats;
 pub mod switch;
+pub mod transfer;
 pub mod tunable;
 pub mod usects;
 

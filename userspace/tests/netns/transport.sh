@@ -1,0 +1,57 @@
+# shellcheck shell=bash
+# Section "transport" of userspace/tests/netns.sh, which sources it (the
+# helpers it uses are netns.sh's and tests/lib/lib.sh's): `xdcc send` and
+# `xdcc recv` (the UDP transport with UnoRC's coded blocks) through a
+# namespace router whose port is 1 Gbit/s over a 300 kB FIFO, so that the
+# transfer meets real drops.
+section_transport() {
+    log "transport: xdcc send / xdcc recv through a 1 Gbit/s port, IPv4 and IPv6, the key and the target checked"
+    local S R D
+    routed_path S R D t 10.95 fd95
+    bottleneck "$R" r1 1gbit bfifo:300000
+    local k=$work/transport.key src=$work/transport.src
+    head -c 32 /dev/urandom >"$k"
+    head -c 30000000 /dev/urandom >"$src"
+    # recv_bg ADDR OUT [ARGS...]: a receiver in D (its pid: $rpid, its
+    # output in OUT.log), once its port listens.
+    recv_bg() {
+        local addr=$1 out=$2; shift 2
+        in_ns "$D" "$X" recv --listen "$addr" --out "$out" --key-file "$k" -q "$@" >"$out.log" 2>&1 &
+        rpid=$!
+        pids+=("$rpid")
+        local port=${addr##*:}
+        for _ in $(seq 50); do in_ns "$D" ss -Htln "sport = :$port" | grep -q . && return 0; sleep 0.1; done
+        return 1
+    }
+    local rpid
+    recv_bg 10.95.2.1:7400 "$work/t4.out"
+    check "send over IPv4: 30 MB, the sender's summary" in_ns "$S" "$X" send "$src" --to 10.95.2.1:7400 --key-file "$k" --rate-mbit 1000 -q
+    check "recv over IPv4 ends and reports" wait "$rpid"
+    log "transport: $(head -c 400 "$work/t4.out.log")"
+    check "the file arrived byte-exact" cmp "$src" "$work/t4.out"
+    check "the receiver's summary has the sender's sha256" grep -q "sha256 $(sha256sum "$src" | cut -d' ' -f1)" "$work/t4.out.log"
+
+    recv_bg "[fd95:2::1]:7401" "$work/t6.out"
+    check "send over IPv6 (JSON summary: goodput, counters)" bash -c '
+        j=$(ip netns exec "$1" "$2" --json send "$3" --to "[fd95:2::1]:7401" --key-file "$4" --rate-mbit 1000) &&
+        jq -e ".bytes == 30000000 and .goodput_mbps > 50 and .sent.packets >= 21429" <<<"$j"' _ "$S" "$X" "$src" "$k"
+    check "recv over IPv6 ends" wait "$rpid"
+    check "the IPv6 copy is byte-exact" cmp "$src" "$work/t6.out"
+
+    head -c 32 /dev/urandom >"$work/other.key"
+    recv_bg 10.95.2.1:7402 "$work/tk.out"
+    expect_fail "a sender without the receiver's key is refused" "does not hold the key" \
+        in_ns "$S" "$X" send "$src" --to 10.95.2.1:7402 --key-file "$work/other.key" -q
+    wait "$rpid" 2>/dev/null || true
+    check "nothing was written for it (no file, no partial file)" bash -c '! ls -a "$1" | grep -q "tk.out\$\|xdcc-partial"' _ "$work"
+
+    echo precious >"$work/tkeep.out"
+    recv_bg 10.95.2.1:7403 "$work/tkeep.out"
+    expect_fail "an existing target is refused without --overwrite" "exists" \
+        in_ns "$S" "$X" send "$src" --to 10.95.2.1:7403 --key-file "$k" -q
+    wait "$rpid" 2>/dev/null || true
+    check "the existing target is unchanged" grep -qx precious "$work/tkeep.out"
+
+    expect_fail "a short key is refused (exit 5)" "at least 16" bash -c 'echo short >"$1.short"; "$2" send "$3" --to 127.0.0.1:1 --key-file "$1.short"; s=$?; ((s == 5)) || exit 0; exit $s' _ "$k" "$X" "$src"
+    expect_fail "an unresolvable --to is refused" "--to nosuchhost" "$X" send "$src" --to nosuchhost:1 --key-file "$k"
+}
