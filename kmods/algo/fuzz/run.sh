@@ -20,23 +20,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-cache=${XDCC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/xdcc}
 runs=${1:-1000000}
 [[ $runs =~ ^[0-9]+$ ]] || { echo "run.sh: RUNS must be a number, not '$runs'" >&2; exit 2; }
-cargo_fuzz_version=0.13.2
-
-fuzz="$cache/tools/cargo-fuzz-$cargo_fuzz_version/bin/cargo-fuzz"
-if [[ ! -x $fuzz ]]; then
-    echo "[fuzz] installing cargo-fuzz $cargo_fuzz_version (once)" >&2
-    cargo install --locked --quiet cargo-fuzz --version "$cargo_fuzz_version" \
-        --root "$cache/tools/cargo-fuzz-$cargo_fuzz_version"
-fi
-export PATH="$(dirname "$fuzz"):$PATH"
-if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
-    toolchain=(+nightly); sanitizer=address
-else
-    toolchain=(); sanitizer=none
-fi
+# shellcheck source=../../../tests/lib/cargo-fuzz.sh
+source "$root/tests/lib/cargo-fuzz.sh"
 
 # The CCs, from the crate's one list (CCS, printed by its `ccs` example).
 ccs=${XDCC_FUZZ_CCS:-$(cd "$root" && cargo run -q --locked -p xdcc-algo --example ccs | cut -d' ' -f1)}
@@ -80,7 +67,6 @@ one() { # target label cc...
     fi
 }
 
-export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer || command -v llvm-symbolizer-19 || true)}
 for cc in $ccs; do
     one adapter "$cc" "$cc"
 done

@@ -7,7 +7,7 @@
 section_transport() {
     log "transport: xdcc send / xdcc recv through a 1 Gbit/s port, IPv4 and IPv6, the key and the target checked"
     local S R D
-    routed_path S R D t 10.95 fd95
+    routed_path S R D ud 10.95 fd95
     bottleneck "$R" r1 1gbit bfifo:300000
     local k=$work/transport.key src=$work/transport.src
     head -c 32 /dev/urandom >"$k"
@@ -37,6 +37,24 @@ section_transport() {
         jq -e ".bytes == 30000000 and .goodput_mbps > 50 and .sent.packets >= 21429" <<<"$j"' _ "$S" "$X" "$src" "$k"
     check "recv over IPv6 ends" wait "$rpid"
     check "the IPv6 copy is byte-exact" cmp "$src" "$work/t6.out"
+
+    # ECN: a phantom queue on the router's port draining at 90 % of
+    # 200 Mbit/s marks CE once the transfer outruns it; the data leaves
+    # ECT(0), the receiver reads CE from the IP header and echoes it.
+    ip netns exec "$R" "$X" mark-phantom --iface r1 --rate-mbit 200 >"$work/tce.json" 2>"$work/tce.log" &
+    local marker=$!
+    pids+=("$marker")
+    sleep 1.5
+    recv_bg 10.95.2.1:7404 "$work/tce.out"
+    check "send through a phantom queue: CE comes back in the ACKs" bash -c '
+        j=$(ip netns exec "$1" "$2" --json send "$3" --to 10.95.2.1:7404 --key-file "$4" --rate-mbit 1000) &&
+        jq -e ".sent.marked > 0" <<<"$j"' _ "$S" "$X" "$src" "$k"
+    check "recv with CE marks ends" wait "$rpid"
+    kill "$marker"; wait "$marker" 2>/dev/null || true
+    # (Its counters: the last line it prints, at exit.)
+    check "the data crossed the port ECN-capable (ECT), and the port marked some" bash -c 'tail -n 1 "$1" | jq -e ".ect_packets > 20000 and .marked > 0"' _ "$work/tce.json"
+    check "the receiver counted the CE-marked packets" grep -q "CE-marked [1-9]" "$work/tce.out.log"
+    check "the marked copy is byte-exact" cmp "$src" "$work/tce.out"
 
     head -c 32 /dev/urandom >"$work/other.key"
     recv_bg 10.95.2.1:7402 "$work/tk.out"

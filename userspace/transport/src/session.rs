@@ -23,8 +23,9 @@
 //!   block's NACK: the coding cannot work.)
 //! - The receiver arms a block's timer at its first packet, for "the
 //!   estimated maximum queuing and transmission delay" (§4.3): the packet
-//!   carries it, as the time the block's remaining packets take to leave at
-//!   the sender's current rate plus `nack_queue_ns`. When the timer expires
+//!   carries the transmission part (the time the block's remaining packets
+//!   take to leave at the sender's current rate) and the receiver adds its
+//!   queuing allowance, `nack_queue_ns`. When the timer expires
 //!   with the block incomplete the receiver NACKs the block once
 //!   (`ec::BlockRx`), and the sender resends the block's packets that it
 //!   sent and has no ACK for and that are not in flight.
@@ -58,7 +59,8 @@ pub struct Config {
     pub payload: usize,
     pub code: BlockCode,
     /// The queuing delay the receiver allows a block's packets beyond their
-    /// transmission time before it NACKs the block.
+    /// transmission time (which the packets carry) before it NACKs the
+    /// block. The receiver's setting; a sender ignores it.
     pub nack_queue_ns: u64,
     /// Blocks the receiver holds open at once (its memory: this many times
     /// `code.data + code.parity` packets).
@@ -382,10 +384,10 @@ impl<S: Source> Sender<S> {
         Ok(true)
     }
 
-    /// How long the receiver should wait for the rest of `block` once a
-    /// packet of it arrives: the block's packets still queued, each taking
-    /// `wire_len` at the window's rate over the smoothed RTT (or the
-    /// pacing rate, if slower), plus the queuing allowance.
+    /// How long the block's remaining packets take to leave once a packet
+    /// of `block` does (what the packet tells the receiver): the packets
+    /// still queued, each taking `wire_len` at the window's rate over the
+    /// smoothed RTT (or the pacing rate, if slower).
     fn block_wait_ns(&self, block: u64, wire_len: u64) -> u64 {
         let queued = self.open.get(&block).map_or(0, |b| u64::from(b.queued.count_ones()));
         let by_window = self.srtt_ns.saturating_mul(wire_len) / u64::from(self.cc.cwnd()).max(wire_len);
@@ -393,7 +395,7 @@ impl<S: Source> Sender<S> {
             Some(r) if r > 0 && r < xdcc_algo::UNPACED => wire_len.saturating_mul(1_000_000_000) / r,
             _ => 0,
         };
-        queued.saturating_mul(by_window.max(by_rate)).saturating_add(self.cfg.nack_queue_ns)
+        queued.saturating_mul(by_window.max(by_rate))
     }
 
     /// When the sender next wants the clock, after `poll_transmit` said no:
@@ -597,6 +599,11 @@ impl<W: Sink> Receiver<W> {
         self.cfg.bytes_in(self.blocks_done)
     }
 
+    /// Blocks held incomplete (at most `max_open_blocks`).
+    pub fn open_blocks(&self) -> usize {
+        self.open.len()
+    }
+
     /// A datagram arrived at `now_ns` (`ce`: its IP header was CE-marked).
     /// Returns the ACK to send, if the datagram was this transfer's; an
     /// error only when the sink cannot be written.
@@ -628,7 +635,7 @@ impl<W: Sink> Receiver<W> {
                 }
             },
         };
-        let wait_ns = u64::from(p.wait_us).saturating_mul(1000).min(MAX_NACK_WAIT_NS);
+        let wait_ns = u64::from(p.wait_us).saturating_mul(1000).min(MAX_NACK_WAIT_NS).saturating_add(self.cfg.nack_queue_ns);
         match asm.add(&p, now_ns, wait_ns) {
             Err(_) => {
                 self.stats.refused += 1;

@@ -178,7 +178,7 @@ pub fn send_file(path: &Path, to: SocketAddr, key: &[u8], opts: SendOptions, pro
         bytes,
         payload: opts.payload,
         code: opts.code,
-        nack_queue_ns: 0, // (the receiver's own)
+        nack_queue_ns: 0, // (the receiver's setting)
         max_open_blocks: ReceiveOptions::default().max_open_blocks,
         min_rto_ns: 1_000_000,
     };

@@ -1,26 +1,33 @@
 //! The two ends over a UDP socket: blocking loops that feed the state
 //! machines of `session` with datagrams and the clock.
 //!
-//! Plain `send`/`recv` one datagram at a time, no ECN, one entropy (the
-//! socket's own port): the first socket layer, enough for a byte-exact
-//! transfer through a lossy path. ECN, an entropy per packet, GSO/GRO and
-//! batched syscalls come next (docs/transport.md).
+//! The socket layer is quinn-udp's (the QUIC stack's, well kept): data
+//! packets leave ECN-capable (ECT(0), in the IP header's TOS / traffic
+//! class), the receiver reads each datagram's ECN bits (IP_RECVTOS /
+//! IPV6_RECVTCLASS) and echoes CE in its ACK, and it receives in batches
+//! (recvmmsg) with UDP GRO where the kernel coalesces datagrams. The sender
+//! still sends one datagram per syscall, on one entropy (its own port);
+//! GSO and UnoLB's entropies come next (docs/transport.md).
 
-use std::io;
+use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::time::TimeSpec;
+use quinn_udp::{EcnCodepoint, RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
 
 use crate::session::{Receiver, ReceiverStats, Sender, SenderStats, Sink, Source};
 
 /// The peer said nothing for this long: the transfer fails.
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(10);
-const MAX_DATAGRAM: usize = 65_536;
+/// A receive buffer: the largest datagram, or a GRO batch of them.
+const RECV_BUFFER: usize = 1 << 16;
+/// How often the loops report progress.
+const PROGRESS_NS: u64 = 100_000_000;
 
 /// Whether a datagram from `from` comes from another address than the one
 /// the transfer was agreed with (IPv4-mapped IPv6 compared as IPv4).
@@ -37,37 +44,77 @@ impl Clock {
     }
 }
 
-/// Waits on `sock` for one datagram until `deadline_ns` (at most 50 ms
-/// away); None if none came. `ppoll`, because a socket's receive timeout
-/// counts scheduler ticks (1-10 ms) while a paced sender's gaps between
-/// packets are microseconds.
-fn recv_until(sock: &UdpSocket, clock: &Clock, deadline_ns: Option<u64>, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
-    let wait = deadline_ns.map_or(50_000_000, |d| d.saturating_sub(clock.now())).min(50_000_000);
-    let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
-    let timeout = TimeSpec::from_duration(Duration::from_nanos(wait));
-    match ppoll(&mut fds, Some(timeout), None) {
-        Ok(0) | Err(Errno::EINTR) => return Ok(None),
-        Ok(_) => {}
-        Err(e) => return Err(e.into()),
-    }
-    match sock.recv_from(buf) {
-        Ok(r) => Ok(Some(r)),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
-        Err(e) => Err(e),
-    }
+/// A socket with quinn-udp's state and receive buffers.
+struct Endpoint<'s> {
+    sock: &'s UdpSocket,
+    state: UdpSocketState,
+    bufs: Vec<Vec<u8>>,
+    meta: Vec<RecvMeta>,
 }
 
-/// How often the loops report progress.
-const PROGRESS_NS: u64 = 100_000_000;
+impl<'s> Endpoint<'s> {
+    fn new(sock: &'s UdpSocket) -> io::Result<Self> {
+        // (Also makes the socket non-blocking and asks for ECN and GRO.)
+        let state = UdpSocketState::new(sock.into())?;
+        let batch = BATCH_SIZE.min(8);
+        Ok(Self { sock, state, bufs: vec![vec![0u8; RECV_BUFFER]; batch], meta: vec![RecvMeta::default(); batch] })
+    }
+
+    /// Sends one datagram, ECT(0) if `ect`. A full socket buffer waits up
+    /// to a millisecond for room; a datagram that still cannot leave is
+    /// dropped as the network would drop it (the protocol recovers it).
+    fn send(&self, to: SocketAddr, bytes: &[u8], ect: bool) -> io::Result<()> {
+        let t = Transmit { destination: to, ecn: ect.then_some(EcnCodepoint::Ect0), contents: bytes, segment_size: None, src_ip: None };
+        match self.state.send(self.sock.into(), &t) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let mut fds = [PollFd::new(self.sock.as_fd(), PollFlags::POLLOUT)];
+                let _ = ppoll(&mut fds, Some(TimeSpec::from_duration(Duration::from_millis(1))), None);
+                match self.state.send(self.sock.into(), &t) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+                    r => r,
+                }
+            }
+            r => r,
+        }
+    }
+
+    /// Waits until `deadline_ns` (at most 50 ms away) for datagrams and
+    /// hands each one to `handle` with its source and whether it arrived
+    /// CE-marked. `ppoll`, because a socket's receive timeout counts
+    /// scheduler ticks (1-10 ms) while a paced sender's gaps between
+    /// packets are microseconds.
+    fn recv_until(&mut self, clock: &Clock, deadline_ns: Option<u64>, handle: &mut dyn FnMut(SocketAddr, &[u8], bool) -> io::Result<()>) -> io::Result<()> {
+        let wait = deadline_ns.map_or(50_000_000, |d| d.saturating_sub(clock.now())).min(50_000_000);
+        let mut fds = [PollFd::new(self.sock.as_fd(), PollFlags::POLLIN)];
+        match ppoll(&mut fds, Some(TimeSpec::from_duration(Duration::from_nanos(wait))), None) {
+            Ok(0) | Err(Errno::EINTR) => return Ok(()),
+            Ok(_) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let mut slices: Vec<IoSliceMut> = self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+        let n = match self.state.recv(self.sock.into(), &mut slices, &mut self.meta) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        for (m, buf) in self.meta.iter().zip(self.bufs.iter()).take(n) {
+            let ce = m.ecn == Some(EcnCodepoint::Ce);
+            let stride = m.stride.max(1);
+            for datagram in buf[..m.len.min(buf.len())].chunks(stride) {
+                handle(m.addr, datagram, ce)?;
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Sends `sender`'s transfer to `peer` from `sock` until the receiver has
 /// every block; fails if the receiver is silent for `PEER_TIMEOUT`.
 /// `progress` hears the bytes the receiver has whole, every 100 ms.
 pub fn send<S: Source>(sock: &UdpSocket, peer: SocketAddr, sender: &mut Sender<S>, progress: &mut dyn FnMut(u64)) -> io::Result<SenderStats> {
-    sock.set_nonblocking(true)?;
+    let mut ep = Endpoint::new(sock)?;
     let clock = Clock(Instant::now());
-    let mut out = Vec::with_capacity(MAX_DATAGRAM);
-    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut out = Vec::with_capacity(RECV_BUFFER);
     let mut heard = clock.now();
     let mut reported = 0;
     while !sender.is_done() {
@@ -77,14 +124,15 @@ pub fn send<S: Source>(sock: &UdpSocket, peer: SocketAddr, sender: &mut Sender<S
             progress(sender.bytes_done());
         }
         while sender.poll_transmit(now, &mut out)? {
-            sock.send_to(&out, peer)?;
+            ep.send(peer, &out, true)?;
         }
-        if let Some((n, from)) = recv_until(sock, &clock, sender.next_timeout(), &mut buf)? {
+        ep.recv_until(&clock, sender.next_timeout(), &mut |from, datagram, _| {
             if from == peer {
                 heard = clock.now();
-                sender.on_datagram(heard, &buf[..n]);
+                sender.on_datagram(heard, datagram);
             }
-        }
+            Ok(())
+        })?;
         let now = clock.now();
         sender.on_timeout(now);
         if now.saturating_sub(heard) > PEER_TIMEOUT.as_nanos() as u64 {
@@ -109,9 +157,8 @@ pub fn receive<W: Sink>(
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<ReceiverStats> {
     let sender_ip = from;
-    sock.set_nonblocking(true)?;
+    let mut ep = Endpoint::new(sock)?;
     let clock = Clock(Instant::now());
-    let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut out = Vec::with_capacity(64);
     let mut peer: Option<SocketAddr> = None;
     let mut heard = clock.now();
@@ -127,26 +174,31 @@ pub fn receive<W: Sink>(
             for nack in receiver.poll_nacks(now) {
                 out.clear();
                 nack.write(&mut out).map_err(io::Error::other)?;
-                sock.send_to(&out, to)?;
+                ep.send(to, &out, false)?;
             }
         }
         let deadline = match linger_until {
             Some(l) => Some(l),
             None => receiver.next_timeout(),
         };
-        if let Some((n, from)) = recv_until(sock, &clock, deadline, &mut buf)? {
+        let mut acks: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+        ep.recv_until(&clock, deadline, &mut |from, datagram, ce| {
             if peer.is_some_and(|p| p != from) || from_ip_differs(from, sender_ip) {
                 receiver.stats.refused += 1;
-                continue;
+                return Ok(());
             }
             let now = clock.now();
-            if let Some(ack) = receiver.on_datagram(now, &buf[..n], false)? {
+            if let Some(ack) = receiver.on_datagram(now, datagram, ce)? {
                 peer = Some(from);
                 heard = now;
-                out.clear();
-                ack.write(&mut out).map_err(io::Error::other)?;
-                sock.send_to(&out, from)?;
+                let mut b = Vec::with_capacity(32);
+                ack.write(&mut b).map_err(io::Error::other)?;
+                acks.push((from, b));
             }
+            Ok(())
+        })?;
+        for (to, ack) in &acks {
+            ep.send(*to, ack, false)?;
         }
         let now = clock.now();
         if receiver.is_done() {

@@ -19,9 +19,12 @@ fn config(bytes: u64) -> Config {
         bytes,
         payload: 1400,
         code: BlockCode::default(),
-        nack_queue_ns: 2_000_000,
+        // Generous timers: on a loaded 2-CPU machine a thread can stall for
+        // milliseconds, and a NACK or a timeout that fires before the parity
+        // left would resend what the code was to rebuild.
+        nack_queue_ns: 50_000_000,
         max_open_blocks: 256,
-        min_rto_ns: 5_000_000,
+        min_rto_ns: 50_000_000,
     }
 }
 

@@ -86,14 +86,14 @@ fn report(ctx: &super::Ctx, s: &Summary) -> Result<()> {
     let head = format!("{} bytes in {:.2} s ({:.1} Mbit/s), sha256 {}", s.bytes, s.seconds, s.goodput_mbps, s.sha256);
     if let Some(t) = &s.sent {
         println!(
-            "sent {head}; packets {} (parity {}, resent {}), lost {}, NACKs {}, timeouts {}",
-            t.packets, t.parity_packets, t.resent, t.lost, t.nacks, t.timeouts
+            "sent {head}; packets {} (parity {}, resent {}), ACKs echoing CE {}, lost {}, NACKs {}, timeouts {}",
+            t.packets, t.parity_packets, t.resent, t.marked, t.lost, t.nacks, t.timeouts
         );
     }
     if let Some(r) = &s.received {
         println!(
-            "received {head}; packets kept {}, blocks rebuilt from parity {} ({} packets), NACKs {}, datagrams refused {}",
-            r.packets, r.rebuilt_blocks, r.rebuilt_packets, r.nacks, r.refused
+            "received {head}; packets kept {} (CE-marked {}), blocks rebuilt from parity {} ({} packets), NACKs {}, datagrams refused {}",
+            r.packets, r.marked, r.rebuilt_blocks, r.rebuilt_packets, r.nacks, r.refused
         );
     }
     Ok(())
