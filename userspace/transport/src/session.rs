@@ -870,6 +870,25 @@ mod tests {
     }
 
     #[test]
+    fn parity_that_does_not_belong_ends_the_transfer_with_an_error() {
+        let c = cfg(8_000);
+        let mut rx = Receiver::new(c, vec![0u8; 8_000]).unwrap();
+        let payload = vec![3u8; 1000];
+        let forged = vec![0xffu8; 1002];
+        let mut result = Ok(None);
+        for index in 1..9u8 {
+            let p = if index < 8 { &payload } else { &forged };
+            let packet = BlockPacket { flow: c.flow, seq: u64::from(index), block: 0, index, data: 8, parity: 2, wait_us: 0, payload: p };
+            let mut b = Vec::new();
+            Packet::Block(packet).write(&mut b).unwrap();
+            result = rx.on_datagram(0, &b, false);
+        }
+        let e = result.unwrap_err();
+        assert!(e.to_string().starts_with("block 0: "), "{e}");
+        assert_eq!(rx.bytes_done(), 0, "nothing of the block was written");
+    }
+
+    #[test]
     fn bad_configs_are_refused() {
         let src: &[u8] = &[];
         for c in [
