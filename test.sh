@@ -4,8 +4,7 @@
 #                         eBPF map types, agent/CLI units (builds the eBPF
 #                         programs); the BPF struct_ops CCs built and checked
 #                         for BPF-cleanliness (kmods/bpf/build.sh); the
-#                         fuzzers, briefly (kmods/algo/fuzz/run.sh and
-#                         userspace/transport/fuzz/run.sh, 20000 each)
+#                         fuzzers, briefly (kmods/algo/fuzz/run.sh 20000)
 #                      2. host namespace tests of the eBPF programs, agent
 #                         and CLI (userspace/tests/netns.sh, root), and the
 #                         BPF CCs at real speed (userspace/tests/realspeed.sh),
@@ -57,9 +56,11 @@ bpf_out=$(mktemp -d)
 kmods/bpf/build.sh "$bpf_out"
 rm -rf "$bpf_out"
 
-stage "coverage-guided fuzzers, briefly: every CC through the Linux adapter, the fast paths against the full logic, the transport's parser and both ends against any datagrams (20,000 sequences each; the deep runs are kmods/algo/fuzz/run.sh and userspace/transport/fuzz/run.sh)"
+stage "coverage-guided fuzzers, briefly: every CC through the Linux adapter, and the fast paths against the full logic (20,000 sequences each; the deep run is kmods/algo/fuzz/run.sh)"
+# (The transport's fuzzer, userspace/transport/fuzz/run.sh, is not run here:
+# its instrumented build adds ~4 min to a suite near CI's limit; the cargo
+# tests above feed its parser 200,000 random datagrams.)
 kmods/algo/fuzz/run.sh 20000
-userspace/transport/fuzz/run.sh 20000
 
 stage "testbed runner units (scenarios, topology validation, profiles, metrics)"
 if [[ ! -x /usr/bin/python3 ]] || ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
