@@ -3,7 +3,10 @@
 # sourced by their run.sh: installs the pinned cargo-fuzz once under the cache
 # and puts it on PATH; sets `toolchain` (+nightly when one is installed) and
 # `sanitizer` (address with nightly; none on a stable-only machine, which still
-# checks every assertion and overflow).
+# checks every assertion and overflow); `runs` from the script's first
+# argument (default 1000000).
+runs=${1:-1000000}
+[[ $runs =~ ^[0-9]+$ ]] || { echo "run.sh: RUNS must be a number, not '$runs'" >&2; exit 2; }
 cache=${XDCC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/xdcc}
 cargo_fuzz_version=0.13.2
 fuzz="$cache/tools/cargo-fuzz-$cargo_fuzz_version/bin/cargo-fuzz"

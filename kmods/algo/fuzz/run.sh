@@ -20,8 +20,6 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-runs=${1:-1000000}
-[[ $runs =~ ^[0-9]+$ ]] || { echo "run.sh: RUNS must be a number, not '$runs'" >&2; exit 2; }
 # shellcheck source=../../../tests/lib/cargo-fuzz.sh
 source "$root/tests/lib/cargo-fuzz.sh"
 

@@ -15,8 +15,7 @@
 //!   whole transfer's SHA-256) and whole-file transfers, what `xdcc send`
 //!   and `xdcc recv` run.
 //!
-//! Not built yet (issue 46; docs/transport.md): ECN on UDP, an entropy per
-//! packet (UnoLB), GSO/GRO and batched syscalls.
+//! What the transport does not do yet: docs/transport.md.
 
 #![forbid(unsafe_code)]
 

@@ -17,10 +17,8 @@
 //!   hears a loss only when the code could not cover it (a NACK: "an
 //!   unrecoverable block", §4.3) and a timeout: UnoRC's losses are the WAN's
 //!   failures and corruption (Table 1), which the parity is there to absorb,
-//!   while Uno's congestion signal is ECN. (Fed every loss, UnoCC's loss
-//!   reaction holds a path losing 20 % at a window of one or two packets,
-//!   where every loss is a timeout and no parity packet leaves before the
-//!   block's NACK: the coding cannot work.)
+//!   while Uno's congestion signal is ECN (evidence:
+//!   testbed/notes/2026-11-29-transport.md).
 //! - The receiver arms a block's timer at its first packet, for "the
 //!   estimated maximum queuing and transmission delay" (§4.3): the packet
 //!   carries the transmission part (the time the block's remaining packets

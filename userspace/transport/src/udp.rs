@@ -6,8 +6,7 @@
 //! class), the receiver reads each datagram's ECN bits (IP_RECVTOS /
 //! IPV6_RECVTCLASS) and echoes CE in its ACK, and it receives in batches
 //! (recvmmsg) with UDP GRO where the kernel coalesces datagrams. The sender
-//! still sends one datagram per syscall, on one entropy (its own port);
-//! GSO and UnoLB's entropies come next (docs/transport.md).
+//! sends one datagram per syscall, on one entropy (its own port).
 
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr, UdpSocket};

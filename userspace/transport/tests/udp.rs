@@ -19,9 +19,8 @@ fn config(bytes: u64) -> Config {
         bytes,
         payload: 1400,
         code: BlockCode::default(),
-        // Generous timers: on a loaded 2-CPU machine a thread can stall for
-        // milliseconds, and a NACK or a timeout that fires before the parity
-        // left would resend what the code was to rebuild.
+        // Timers far above a loopback RTT: a thread stalled for milliseconds
+        // must not turn the parity's work into resends.
         nack_queue_ns: 50_000_000,
         max_open_blocks: 256,
         min_rto_ns: 50_000_000,
