@@ -90,6 +90,38 @@ agents_and_marker() {
     pids+=("$marker")
     sleep 1
 }
+# two_paths S A B D NAME NET6: S -- A =(la | lb)= B -- D over IPv6 (the
+# variables named by S, A, B, D set to namespaces NAMEs, NAMEa, NAMEb,
+# NAMEd): S NET6:1::1 on s0, D NET6:2::1 on d0; A and B reach each other's
+# side over two equal-cost next hops (la-ra on NET6:a::, lb-rb on NET6:b::),
+# hashing the flow label (fib_multipath_hash_policy 0).
+two_paths() {
+    local -n _s=$1 _a=$2 _b=$3 _d=$4
+    local name=$5 p=$6
+    mkns "$1" "${name}s" && mkns "$2" "${name}a" && mkns "$3" "${name}b" && mkns "$4" "${name}d" || return 1
+    link "$_s" s0 "$_a" a0 && link "$_a" la "$_b" ra && link "$_a" lb "$_b" rb && link "$_b" b0 "$_d" d0 || return 1
+    ip -n "$_s" addr add "$p:1::1/64" dev s0 nodad; ip -n "$_a" addr add "$p:1::fe/64" dev a0 nodad
+    ip -n "$_a" addr add "$p:a::1/64" dev la nodad; ip -n "$_b" addr add "$p:a::2/64" dev ra nodad
+    ip -n "$_a" addr add "$p:b::1/64" dev lb nodad; ip -n "$_b" addr add "$p:b::2/64" dev rb nodad
+    ip -n "$_b" addr add "$p:2::fe/64" dev b0 nodad; ip -n "$_d" addr add "$p:2::1/64" dev d0 nodad
+    ip -n "$_s" -6 route add default via "$p:1::fe"; ip -n "$_d" -6 route add default via "$p:2::fe"
+    ip -n "$_a" -6 route add "$p:2::/64" nexthop via "$p:a::2" dev la nexthop via "$p:b::2" dev lb
+    ip -n "$_b" -6 route add "$p:1::/64" nexthop via "$p:a::1" dev ra nexthop via "$p:b::1" dev rb
+    local n
+    for n in "$_a" "$_b"; do in_ns "$n" sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv6.fib_multipath_hash_policy=0; done
+}
+# forward_drop NS RULE...: NS drops the forwarded packets that the nft
+# RULE matches (e.g. `oifname lb`, `oifname la numgen random mod 100 < 2`);
+# forward_heal NS: it drops nothing again.
+forward_drop() {
+    local n=$1; shift
+    in_ns "$n" nft list table inet xdcc_t >/dev/null 2>&1 || {
+        in_ns "$n" nft add table inet xdcc_t &&
+            in_ns "$n" nft add chain inet xdcc_t blk '{ type filter hook forward priority 0; }'
+    } || return 1
+    in_ns "$n" nft add rule inet xdcc_t blk "$@" drop
+}
+forward_heal() { in_ns "$1" nft delete table inet xdcc_t; }
 # flow_json NS SOCKET LOCAL: the agent's flow whose local address is LOCAL
 flow_json() {
     in_ns "$1" "$X" --socket "$2" flows --all --json | jq -c --arg l "$3" '.[] | select(.local == $l)'

@@ -5,16 +5,7 @@
 # equal-cost next hops. The active link then silently drops (nft).
 section_reroute() {
     log "reroute: a flow leaves a failed path; with moves off it stays stuck"
-    local S A B D; mkns S s6; mkns A r1; mkns B r2; mkns D d6
-    link "$S" s0 "$A" a0; link "$A" la "$B" ra; link "$A" lb "$B" rb; link "$B" b0 "$D" d0
-    ip -n "$S" addr add fd92:1::1/64 dev s0 nodad; ip -n "$A" addr add fd92:1::fe/64 dev a0 nodad
-    ip -n "$A" addr add fd92:a::1/64 dev la nodad; ip -n "$B" addr add fd92:a::2/64 dev ra nodad
-    ip -n "$A" addr add fd92:b::1/64 dev lb nodad; ip -n "$B" addr add fd92:b::2/64 dev rb nodad
-    ip -n "$B" addr add fd92:2::fe/64 dev b0 nodad; ip -n "$D" addr add fd92:2::1/64 dev d0 nodad
-    ip -n "$S" -6 route add default via fd92:1::fe; ip -n "$D" -6 route add default via fd92:2::fe
-    ip -n "$A" -6 route add fd92:2::/64 nexthop via fd92:a::2 dev la nexthop via fd92:b::2 dev lb
-    ip -n "$B" -6 route add fd92:1::/64 nexthop via fd92:a::1 dev ra nexthop via fd92:b::1 dev rb
-    for n in "$A" "$B"; do in_ns "$n" sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv6.fib_multipath_hash_policy=0; done
+    local S A B D; two_paths S A B D rr fd92
     for l in la lb; do in_ns "$A" tc qdisc add dev $l root tbf rate 50mbit burst 16k latency 50ms; done
     local cs; cs=$(new_cgroup s6)
     start_agent "$S" "$work/r.sock" "$cs" --iface s0
@@ -36,9 +27,6 @@ section_reroute() {
         done
         echo "netns.sh: no single active link (la $da, lb $db bytes/s)" >&2; echo none
     }
-    blackhole() { in_ns "$A" nft add table inet xdcc_t; in_ns "$A" nft add chain inet xdcc_t blk '{ type filter hook forward priority 0; }'
-        in_ns "$A" nft add rule inet xdcc_t blk oifname "$1" drop; }
-    heal() { in_ns "$A" nft delete table inet xdcc_t; }
     other() { [[ $1 == la ]] && echo lb || echo la; }
 
     # 1) moves on: the flow must leave the failed link
@@ -52,10 +40,10 @@ section_reroute() {
     local bad good; bad=$(active); good=$(other "$bad")
     local good0; good0=$(tx_bytes "$A" "$good")
     log "flow runs on $bad: failing it"
-    blackhole "$bad"
+    forward_drop "$A" oifname "$bad"
     local ok=1; timeout 90 bash -c "while kill -0 $spid 2>/dev/null; do sleep 0.2; done" || ok=0
     wait $spid || ok=0; wait $rpid || ok=0
-    heal
+    forward_heal "$A"
     local moved=$(( $(tx_bytes "$A" "$good") - good0 ))
     local f; f=$(flow_json "$S" "$work/r.sock" "$(jq -r .local "$work/rs1.started")")
     log "after the failure: $moved bytes on $good; flow: $(jq -c '{path_id,reroutes,last_reroute,retrans}' <<<"$f")"
@@ -76,12 +64,12 @@ section_reroute() {
         --started "$work/rs2.started" >"$work/rs2.json" &
     spid=$!
     bad=$(active); good=$(other "$bad"); good0=$(tx_bytes "$A" "$good")
-    blackhole "$bad"
+    forward_drop "$A" oifname "$bad"
     sleep 4
     moved=$(( $(tx_bytes "$A" "$good") - good0 ))
     check "moves off: flow stuck on the failed link (< 100 kB elsewhere in 4 s)" le $moved 100000
     check "moves off: transfer not finished while the path is down" kill -0 $spid
-    heal
+    forward_heal "$A"
     ok=1; timeout 120 bash -c "while kill -0 $spid 2>/dev/null; do sleep 0.2; done" || ok=0
     wait $spid || ok=0; wait $rpid || ok=0
     check "moves off: completes byte-exact once the path heals" \

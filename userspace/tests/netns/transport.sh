@@ -72,4 +72,41 @@ section_transport() {
 
     expect_fail "a short key is refused (exit 5)" "at least 16" bash -c 'echo short >"$1.short"; "$2" send "$3" --to 127.0.0.1:1 --key-file "$1.short"; s=$?; ((s == 5)) || exit 0; exit $s' _ "$k" "$X" "$src"
     expect_fail "an unresolvable --to is refused" "--to nosuchhost" "$X" send "$src" --to nosuchhost:1 --key-file "$k"
+    expect_fail "an unknown --lb is refused" "invalid value 'spray'" "$X" send "$src" --to 127.0.0.1:1 --key-file "$k" --lb spray
+
+    transport_paths "$k" "$src"
+}
+
+# UnoLB on real paths: two equal-cost paths of 300 Mbit/s (the router
+# hashes the IPv6 flow label, which Linux derives from the UDP ports: each
+# of the sender's 10 subflows has its own port), each with Uno's phantom
+# queue marking CE, one of them losing 2 % at random.
+transport_paths() {
+    local k=$1 src=$2
+    log "transport: UnoLB's subflows over two ECMP paths with phantom queues, one losing 2 %"
+    local S A B D; two_paths S A B D um fd96
+    local l rpid
+    for l in la lb; do
+        in_ns "$A" tc qdisc add dev $l root tbf rate 300mbit burst 32k latency 20ms
+        ip netns exec "$A" "$X" mark-phantom --iface $l --rate-mbit 300 >"$work/um-$l.json" 2>&1 &
+        pids+=($!)
+    done
+    sleep 1.5
+    forward_drop "$A" oifname la numgen random mod 100 '<' 2
+    local la0 lb0; la0=$(tx_bytes "$A" la); lb0=$(tx_bytes "$A" lb)
+    ip netns exec "$D" "$X" --json recv --listen "[fd96:2::1]:7410" --out "$work/tl.out" --key-file "$k" >"$work/tl.out.json" 2>"$work/tl.out.log" &
+    rpid=$!
+    pids+=("$rpid")
+    for _ in $(seq 50); do in_ns "$D" ss -Htln "sport = :7410" | grep -q . && break; sleep 0.1; done
+    check "send over two paths, one losing 2 % at random" bash -c '
+        ip netns exec "$1" "$2" --json send "$3" --to "[fd96:2::1]:7410" --key-file "$4" --rate-mbit 600 >"$5.sent.json"' _ "$S" "$X" "$src" "$k" "$work/tl.out"
+    check "recv through the lossy path ends" wait "$rpid"
+    check "the lossy copy is byte-exact" cmp "$src" "$work/tl.out"
+    local la=$(( $(tx_bytes "$A" la) - la0 )) lb=$(( $(tx_bytes "$A" lb) - lb0 ))
+    log "transport: la carried $la bytes, lb $lb; $(jq -c '{sent, received}' "$work/tl.out.sent.json" "$work/tl.out.json" | tr '\n' ' ')"
+    check "the subflows spread over both paths (each carried a fifth or more)" bash -c '(( $1 * 5 >= $3 && $2 * 5 >= $3 ))' _ "$la" "$lb" $((la + lb))
+    check "the parity rebuilt the blocks that lost packets, resends were few" bash -c '
+        jq -e ".received.rebuilt_blocks > 20" "$1.json" &&
+        jq -e ".sent.resent * 4 < .sent.lost" "$1.sent.json"' _ "$work/tl.out"
+    forward_heal "$A"
 }

@@ -9,7 +9,9 @@
 //!   receiver's block rebuilt from any 8 of its 10 packets.
 //! - [`session`]: the sender and the receiver as state machines without I/O
 //!   (UnoCC's window, ACKs, NACKs, timeouts, the receiver's memory bound).
-//! - [`udp`]: the two ends over a UDP socket, one datagram per syscall.
+//! - [`udp`]: the two ends over UDP sockets, one datagram per syscall; the
+//!   sender's packets take their balancer's paths (UnoLB, §4.2: a socket,
+//!   so a source port and an ECMP path, per entropy).
 //! - [`control`] and [`transfer`]: the TCP control connection (the
 //!   operator's key proven both ways, the flow id as the data's token, the
 //!   whole transfer's SHA-256) and whole-file transfers, what `xdcc send`
@@ -28,3 +30,5 @@ pub mod wire;
 
 pub use coding::{BlockAssembly, Coder, CodingError};
 pub use wire::{BlockPacket, Packet, WireError};
+/// How a sender's packets choose their paths (the simulator's balancer).
+pub use xdcc_multipath::lb::{Strategy, UnoLbConfig};

@@ -11,9 +11,10 @@
 //! - The window is UnoCC's (`xdcc_algo::uno`, the code the kernel modules
 //!   run), fed one sample per ACK as the simulator feeds it; the sender paces
 //!   at its rate.
-//! - A packet is lost when three later transmissions were ACKed and it was
-//!   not (packet-number reordering threshold, as QUIC's): it leaves the
-//!   window, and nothing is resent: the block's parity may cover it. UnoCC
+//! - A packet is lost when a later transmission was ACKed and it was not,
+//!   and either three later ones were (on one path) or it left 9/8 of an
+//!   RTT ago (QUIC's two thresholds; sprayed packets only the second): it
+//!   leaves the window, and nothing is resent: the block's parity may cover it. UnoCC
 //!   hears a loss only when the code could not cover it (a NACK: "an
 //!   unrecoverable block", §4.3) and a timeout: UnoRC's losses are the WAN's
 //!   failures and corruption (Table 1), which the parity is there to absorb,
@@ -34,6 +35,11 @@
 //! - The receiver holds at most `max_open_blocks` blocks past its first
 //!   incomplete one (its memory bound), and the sender opens no block
 //!   beyond that.
+//! - Every packet goes out on an *entropy* that `xdcc_multipath::lb`'s
+//!   `Balancer` picks (the simulator's code): UnoLB (§4.2) round-robins
+//!   over `subflows` entropies under the one window and re-draws the
+//!   silent ones on a NACK or a timeout; ECMP keeps one. The I/O layer maps
+//!   an entropy to a path (its own UDP source port).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
@@ -41,6 +47,7 @@ use std::io;
 use xdcc_algo::uno::{Params as UnoParams, Uno};
 use xdcc_algo::{AckSample, CongestionControl, Event, FlowInit};
 use xdcc_multipath::ec::{BlockCode, RxOutcome};
+use xdcc_multipath::lb::{Balancer, Strategy};
 
 use crate::coding::{BlockAssembly, Coder, CodingError, MAX_DATA_PAYLOAD};
 use crate::wire::{BlockPacket, Packet, BLOCK_HEADER_LEN};
@@ -157,8 +164,19 @@ impl Sink for std::fs::File {
 
 /// Packets reordered past this many later ACKed transmissions are lost.
 const REORDER_PACKETS: u64 = 3;
-/// Longest retransmission timeout after backing off.
-const MAX_RTO_NS: u64 = 2_000_000_000;
+/// The least reordering window in time. (QUIC's is its timer granularity,
+/// 1 ms; this threshold is checked on ACKs, not by a timer, and 1 ms is ten
+/// datacenter RTTs of a lost packet's window held up.)
+const MIN_REORDER_NS: u64 = 10_000;
+/// Longest retransmission timeout after backing off (unless 3 RTTs are
+/// longer). After a timeout the window holds one packet, so an outage is
+/// probed at most five times a second, each probe on a path the balancer
+/// re-drew: with 2 s, a path dead both ways (3/4 of UnoLB's re-draws over
+/// two paths) left 5 probes before the peer timeout and stalled transfers.
+const MAX_RTO_NS: u64 = 200_000_000;
+/// The balancer's least base RTT (a silent subflow is one without an ACK
+/// for half of it).
+const MIN_BASE_RTT_NS: u64 = 10_000;
 /// Longest NACK wait the receiver accepts from a packet.
 const MAX_NACK_WAIT_NS: u64 = 10_000_000_000;
 
@@ -175,6 +193,8 @@ pub struct SenderStats {
     pub timeouts: u64,
     /// Datagrams that were not this transfer's ACKs or NACKs.
     pub ignored: u64,
+    /// Entropies (paths) the balancer re-drew after NACKs and timeouts.
+    pub redrawn: u64,
 }
 
 struct Sent {
@@ -183,6 +203,7 @@ struct Sent {
     bytes: u32,
     sent_ns: u64,
     inflight_at_send: u32,
+    entropy: u16,
 }
 
 pub struct Sender<S: Source> {
@@ -208,7 +229,21 @@ pub struct Sender<S: Source> {
     rto_backoff: u32,
     last_progress_ns: u64,
     next_send_ns: u64,
+    lb: Balancer,
+    /// The balancer's random source (xorshift64*, seeded by the flow id).
+    rng: u64,
     pub stats: SenderStats,
+}
+
+/// The next number of a xorshift64* generator: the balancer's draws need
+/// to differ between flows and subflows, not to be secret.
+fn draw(state: &mut u64) -> u32 {
+    let mut x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
 }
 
 /// A block the sender has opened: its parity, and per packet (bit = index)
@@ -231,12 +266,20 @@ impl OpenBlock {
 
 impl<S: Source> Sender<S> {
     /// A sender of `cfg.bytes` bytes of `src`, its window UnoCC's with
-    /// `params`; `rtt_hint_ns` sizes the first window (0: UnoCC's default).
-    pub fn new(cfg: Config, src: S, params: UnoParams, rtt_hint_ns: u32, now_ns: u64) -> Result<Self, String> {
+    /// `params`, its paths chosen by `lb`; `rtt_hint_ns` sizes the first
+    /// window (0: UnoCC's default) and is the balancer's base RTT.
+    pub fn new(cfg: Config, src: S, params: UnoParams, lb: Strategy, rtt_hint_ns: u32, now_ns: u64) -> Result<Self, String> {
         cfg.check()?;
+        lb.check().map_err(str::to_string)?;
+        if matches!(lb, Strategy::Spray) {
+            return Err("spray: a fresh path per packet is the simulator's baseline, not a transport's (use unolb)".into());
+        }
         let coder = Coder::new(cfg.code).map_err(|e| e.to_string())?;
         let mss = u32::try_from(cfg.payload + BLOCK_HEADER_LEN).unwrap_or(u32::MAX);
         let cc = Uno::new(&params, &FlowInit { now_ns, mss, rtt_hint_ns });
+        let mut rng = cfg.flow | 1;
+        let base_rtt_ns = u64::from(rtt_hint_ns).max(MIN_BASE_RTT_NS);
+        let lb = Balancer::new(lb, base_rtt_ns, now_ns, &mut || draw(&mut rng));
         Ok(Self {
             blocks: cfg.blocks(),
             cfg,
@@ -256,8 +299,15 @@ impl<S: Source> Sender<S> {
             rto_backoff: 0,
             last_progress_ns: now_ns,
             next_send_ns: now_ns,
+            lb,
+            rng,
             stats: SenderStats::default(),
         })
+    }
+
+    /// The entropies (paths) in use now, one per subflow.
+    pub fn entropies(&self) -> &[u16] {
+        self.lb.entropies()
     }
 
     /// Every block is whole at the receiver.
@@ -284,7 +334,7 @@ impl<S: Source> Sender<S> {
 
     fn rto_ns(&self) -> u64 {
         let base = self.srtt_ns.saturating_mul(3).max(self.cfg.min_rto_ns);
-        base.checked_shl(self.rto_backoff).unwrap_or(MAX_RTO_NS).min(MAX_RTO_NS)
+        base.checked_shl(self.rto_backoff).unwrap_or(u64::MAX).min(MAX_RTO_NS.max(base))
     }
 
     fn packet_len(&self, block: u64, index: u8) -> usize {
@@ -333,19 +383,20 @@ impl<S: Source> Sender<S> {
     }
 
     /// Writes the next datagram into `out` (cleared first) if the window and
-    /// the pacing allow one at `now_ns`; false if nothing is to be sent now.
-    pub fn poll_transmit(&mut self, now_ns: u64, out: &mut Vec<u8>) -> io::Result<bool> {
+    /// the pacing allow one at `now_ns`, and returns the entropy it goes out
+    /// on; None if nothing is to be sent now.
+    pub fn poll_transmit(&mut self, now_ns: u64, out: &mut Vec<u8>) -> io::Result<Option<u16>> {
         out.clear();
         if self.is_done() || now_ns < self.next_send_ns {
-            return Ok(false);
+            return Ok(None);
         }
         let Some((block, index)) = self.next_packet().map_err(|e| io::Error::other(e.to_string()))? else {
-            return Ok(false);
+            return Ok(None);
         };
         let len = self.packet_len(block, index);
         let wire_len = (len + BLOCK_HEADER_LEN) as u64;
         if self.inflight_bytes > 0 && self.inflight_bytes.saturating_add(wire_len) > u64::from(self.cc.cwnd()) {
-            return Ok(false);
+            return Ok(None);
         }
         self.queue.pop_front();
         if let Some(b) = self.open.get_mut(&block) {
@@ -373,13 +424,15 @@ impl<S: Source> Sender<S> {
             self.stats.parity_packets += 1;
         }
         let inflight_at_send = self.inflight_bytes.min(u64::from(u32::MAX)) as u32;
-        self.inflight.insert(seq, Sent { block, index, bytes: wire_len as u32, sent_ns: now_ns, inflight_at_send });
+        let rng = &mut self.rng;
+        let entropy = self.lb.next_entropy(now_ns, &mut || draw(rng));
+        self.inflight.insert(seq, Sent { block, index, bytes: wire_len as u32, sent_ns: now_ns, inflight_at_send, entropy });
         self.inflight_bytes += wire_len;
         if let Some(rate) = self.cc.pacing_rate().filter(|&r| r > 0 && r < xdcc_algo::UNPACED) {
             let gap = wire_len.saturating_mul(1_000_000_000) / rate;
             self.next_send_ns = now_ns.saturating_add(gap);
         }
-        Ok(true)
+        Ok(Some(entropy))
     }
 
     /// How long the block's remaining packets take to leave once a packet
@@ -448,6 +501,8 @@ impl<S: Source> Sender<S> {
         if ce {
             self.stats.marked += 1;
         }
+        let rng = &mut self.rng;
+        self.lb.on_ack(now_ns, s.sent_ns, s.entropy, ce, &mut || draw(rng));
         let rtt = now_ns.saturating_sub(s.sent_ns).max(1);
         self.srtt_ns = if self.srtt_ns == 0 { rtt } else { self.srtt_ns - self.srtt_ns / 8 + rtt / 8 };
         self.cc.on_ack(
@@ -465,13 +520,22 @@ impl<S: Source> Sender<S> {
             },
         );
         self.largest_acked = Some(self.largest_acked.map_or(seq, |l| l.max(seq)));
-        self.detect_losses();
+        self.detect_losses(now_ns, rtt);
     }
 
-    fn detect_losses(&mut self) {
+    /// The packets sent before the largest ACKed one that are lost: on one
+    /// path, those `REORDER_PACKETS` before it; sprayed over several, whose
+    /// paths' queues reorder far more, those sent 9/8 of an RTT ago (QUIC's
+    /// time threshold, RFC 9002 §6.1.2; the packet threshold would call
+    /// every packet that took a longer path lost).
+    fn detect_losses(&mut self, now_ns: u64, latest_rtt_ns: u64) {
         let Some(largest) = self.largest_acked else { return };
-        let Some(below) = largest.checked_sub(REORDER_PACKETS) else { return };
-        let lost: Vec<u64> = self.inflight.range(..below).map(|(&s, _)| s).collect();
+        let below = if self.lb.entropies().len() > 1 { 0 } else { largest.saturating_sub(REORDER_PACKETS) };
+        let threshold = self.srtt_ns.max(latest_rtt_ns).saturating_mul(9) / 8;
+        let sent_by = now_ns.saturating_sub(threshold.max(MIN_REORDER_NS));
+        // (Sequence and send time rise together: the lost are a prefix.)
+        let lost: Vec<u64> =
+            self.inflight.range(..largest).take_while(|(&seq, p)| seq < below || p.sent_ns <= sent_by).map(|(&s, _)| s).collect();
         for seq in lost {
             if let Some(s) = self.inflight.remove(&seq) {
                 self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.bytes));
@@ -489,6 +553,9 @@ impl<S: Source> Sender<S> {
             return;
         }
         self.stats.nacks += 1;
+        let rng = &mut self.rng;
+        self.lb.on_nack(now_ns, &mut || draw(rng));
+        self.stats.redrawn = u64::from(self.lb.moves.entropies);
         // A NACK for packets still in flight or not yet sent (the receiver's
         // timer ran out first) asks for nothing and tells UnoCC nothing.
         let resent = self.resend(block);
@@ -520,6 +587,9 @@ impl<S: Source> Sender<S> {
             return;
         }
         self.stats.timeouts += 1;
+        let rng = &mut self.rng;
+        self.lb.on_timeout(now_ns, &mut || draw(rng));
+        self.stats.redrawn = u64::from(self.lb.moves.entropies);
         if !self.inflight.is_empty() {
             self.cc.on_event(&self.params, Event::Rto, now_ns);
         }
@@ -740,19 +810,35 @@ mod tests {
     /// `one_way_ns` and drops the data-path packets `drop` says to;
     /// returns the receiver's bytes and both ends' counters.
     fn run(bytes: usize, mut drop: impl FnMut(&BlockPacket) -> bool) -> (Vec<u8>, SenderStats, ReceiverStats) {
+        let lb = Strategy::UnoLb(Default::default());
+        let (got, tx, rx, done) = run_paths(bytes, lb, |_| {}, |p, _| drop(p));
+        assert!(done, "the transfer ended: {tx:?} {rx:?}");
+        (got, tx, rx)
+    }
+
+    /// `run` with the sender's paths chosen by `lb` (`setup` sees the
+    /// sender first), `drop` told each packet's entropy too, and 30 s of
+    /// simulated time: whether the transfer ended is returned.
+    fn run_paths(
+        bytes: usize,
+        lb: Strategy,
+        setup: impl FnOnce(&Sender<&[u8]>),
+        mut drop: impl FnMut(&BlockPacket, u16) -> bool,
+    ) -> (Vec<u8>, SenderStats, ReceiverStats, bool) {
         let src = data(bytes);
         let c = cfg(bytes as u64);
         let one_way_ns = 50_000;
         let mut now = 0u64;
-        let mut tx = Sender::new(c, src.as_slice(), params(), 100_000, now).unwrap();
+        let mut tx = Sender::new(c, src.as_slice(), params(), lb, 100_000, now).unwrap();
+        setup(&tx);
         let mut rx = Receiver::new(c, vec![0u8; bytes]).unwrap();
         // (arrival time, towards the receiver?, datagram)
         let mut wire: Vec<(u64, bool, Vec<u8>)> = Vec::new();
         let mut buf = Vec::new();
-        for _ in 0..2_000_000 {
-            while tx.poll_transmit(now, &mut buf).unwrap() {
+        while now < 30_000_000_000 {
+            while let Some(entropy) = tx.poll_transmit(now, &mut buf).unwrap() {
                 let Ok(Packet::Block(p)) = Packet::parse(&buf) else { panic!("the sender wrote a bad packet") };
-                if !drop(&p) {
+                if !drop(&p, entropy) {
                     wire.push((now + one_way_ns, true, buf.clone()));
                 }
             }
@@ -786,9 +872,9 @@ mod tests {
                 }
             }
         }
-        assert!(tx.is_done() && rx.is_done(), "the transfer ended: {:?} {:?}", tx.stats, rx.stats);
+        let done = tx.is_done() && rx.is_done();
         let stats = rx.stats;
-        (rx.into_sink(), tx.stats, stats)
+        (rx.into_sink(), tx.stats, stats, done)
     }
 
     /// Drops the packets `which` picks the first time each is sent.
@@ -836,6 +922,24 @@ mod tests {
         assert!(tx.timeouts >= 1, "no packet of the block arrived to arm its timer: the sender's timeout resends it");
         assert_eq!(rx.rebuilt_blocks, 0);
         assert_eq!(tx.packets, 110, "the block sent once more, nothing else");
+    }
+
+    /// Two equal-cost paths, an entropy's path its parity; the path of the
+    /// sender's first entropy is black-holed from the start.
+    fn dead_path_of_the_first_entropy(lb: Strategy) -> (Vec<u8>, SenderStats, ReceiverStats, bool) {
+        let dead = std::cell::Cell::new(0u16);
+        run_paths(200_000, lb, |s| dead.set(s.entropies()[0] % 2), |_, e| e % 2 == dead.get())
+    }
+
+    #[test]
+    fn unolb_leaves_a_black_holed_path_where_ecmp_is_stuck() {
+        let (_, tx, rx, done) = dead_path_of_the_first_entropy(Strategy::Ecmp);
+        assert!(!done && rx.packets == 0 && tx.timeouts > 5, "ECMP's one path is dead: no byte in 30 s: {tx:?} {rx:?}");
+
+        let (got, tx, rx, done) = dead_path_of_the_first_entropy(Strategy::UnoLb(Default::default()));
+        assert!(done && got == data(200_000), "byte-exact through the live path: {tx:?} {rx:?}");
+        assert!(tx.redrawn >= 1 && tx.nacks + tx.timeouts >= 1, "the silent subflows were re-drawn after NACKs or timeouts: {tx:?}");
+        assert!(tx.lost > 0 && rx.rebuilt_blocks > 0, "the dead path's losses: {tx:?} {rx:?}");
     }
 
     #[test]
@@ -895,8 +999,11 @@ mod tests {
             Config { max_open_blocks: 0, ..cfg(1) },
             Config { code: BlockCode { data: 0, parity: 1 }, ..cfg(1) },
         ] {
-            assert!(Sender::new(c, src, params(), 0, 0).is_err());
+            assert!(Sender::new(c, src, params(), Strategy::Ecmp, 0, 0).is_err());
             assert!(Receiver::new(c, Vec::new()).is_err());
+        }
+        for lb in [Strategy::Spray, Strategy::UnoLb(xdcc_multipath::lb::UnoLbConfig { subflows: 0, prefer_recent: false })] {
+            assert!(Sender::new(cfg(1), src, params(), lb, 0, 0).is_err(), "{lb:?}");
         }
     }
 }

@@ -19,10 +19,10 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use xdcc_algo::{uno, NetConfig};
 use xdcc_multipath::ec::BlockCode;
+use xdcc_multipath::lb::{Strategy, UnoLbConfig};
 
 use crate::control::{self, accept_parts, done_parts, hello_parts, refs, Message, MIN_KEY, VERSION};
 use crate::session::{Config, Receiver, ReceiverStats, Sender, SenderStats};
-use nix::sys::socket::{setsockopt, sockopt};
 use crate::udp;
 use crate::wire::BLOCK_HEADER_LEN;
 
@@ -37,13 +37,15 @@ pub struct SendOptions {
     pub code: BlockCode,
     /// The path's bottleneck rate, for UnoCC's parameters (bits/s).
     pub link_rate_bps: u64,
+    /// How packets choose their paths (UnoLB: 10 subflows).
+    pub lb: Strategy,
 }
 
 impl Default for SendOptions {
     fn default() -> Self {
         // 1400 bytes of data: a 1438-byte datagram, 1466 on the wire over
         // IPv4, under a 1500-byte MTU with room for IPv6's larger header.
-        Self { payload: 1400, code: BlockCode::default(), link_rate_bps: NetConfig::LINUX_DEFAULT.link_rate_bps }
+        Self { payload: 1400, code: BlockCode::default(), link_rate_bps: NetConfig::LINUX_DEFAULT.link_rate_bps, lb: Strategy::UnoLb(UnoLbConfig::default()) }
     }
 }
 
@@ -122,17 +124,6 @@ fn sha256_of(path: &Path) -> io::Result<String> {
     Ok(control::hex(&h.finalize()))
 }
 
-/// Socket buffers of `SOCKET_BUFFER` bytes (the kernel caps them at
-/// net.core.rmem_max / wmem_max): with the default ~200 kB a receiver that
-/// is descheduled for a millisecond drops a burst at 10 Gbit/s.
-fn socket_buffers(sock: &UdpSocket) {
-    // (Best effort: a smaller buffer costs rebuilt blocks, not bytes.)
-    let _ = setsockopt(sock, sockopt::RcvBuf, &SOCKET_BUFFER);
-    let _ = setsockopt(sock, sockopt::SndBuf, &SOCKET_BUFFER);
-}
-
-const SOCKET_BUFFER: usize = 8 << 20;
-
 fn unspecified_like(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
@@ -150,8 +141,11 @@ pub fn send_file(path: &Path, to: SocketAddr, key: &[u8], opts: SendOptions, pro
 
     let started = Instant::now();
     let mut ctl = TcpStream::connect_timeout(&to, CONTROL_TIMEOUT)?;
-    // The handshake's RTT: UnoCC's first estimate of the path.
-    let rtt = started.elapsed();
+    // The handshake's time, and below the Hello's answer's: the shorter is
+    // UnoCC's first estimate of the path's RTT and the balancer's base RTT
+    // (a handshake whose SYN was lost, e.g. on a dead path, took a second
+    // more).
+    let connect = started.elapsed();
     ctl.set_read_timeout(Some(CONTROL_TIMEOUT))?;
     ctl.set_nodelay(true)?;
     let nonce_r = match control::read(&mut ctl)? {
@@ -162,8 +156,11 @@ pub fn send_file(path: &Path, to: SocketAddr, key: &[u8], opts: SendOptions, pro
     let nonce_s = control::nonce()?;
     let (payload, data, parity) = (opts.payload as u32, opts.code.data, opts.code.parity);
     let mac = control::sign(key, &refs(&hello_parts(&nonce_r, &nonce_s, flow, bytes, payload, data, parity)));
+    let asked = Instant::now();
     control::write(&mut ctl, &Message::Hello { version: VERSION, flow, bytes, payload, data, parity, nonce: nonce_s.clone(), mac })?;
-    let udp_port = match control::read(&mut ctl)? {
+    let answer = control::read(&mut ctl)?;
+    let rtt = connect.min(asked.elapsed());
+    let udp_port = match answer {
         Message::Accept { udp_port, mac } => {
             if !control::verify(key, &refs(&accept_parts(&nonce_s, &nonce_r, flow, udp_port)), &mac) {
                 return Err(refused("the receiver does not hold the key"));
@@ -191,11 +188,9 @@ pub fn send_file(path: &Path, to: SocketAddr, key: &[u8], opts: SendOptions, pro
     };
     let params = <uno::Params as xdcc_algo::Tunables>::from_net(&net);
     let peer = SocketAddr::new(to.ip(), udp_port);
-    let sock = UdpSocket::bind(SocketAddr::new(unspecified_like(to.ip()), 0))?;
-    socket_buffers(&sock);
-    let mut sender = Sender::new(cfg, file, params, rtt_ns, 0).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let mut sender = Sender::new(cfg, file, params, opts.lb, rtt_ns, 0).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let data_started = Instant::now();
-    let tx = udp::send(&sock, peer, &mut sender, &mut |b| progress(b, bytes))?;
+    let tx = udp::send(unspecified_like(to.ip()), peer, &mut sender, &mut |b| progress(b, bytes))?;
     let seconds = data_started.elapsed().as_secs_f64();
 
     let mac = control::sign(key, &refs(&done_parts(&nonce_r, flow, &sha256)));
@@ -277,7 +272,7 @@ pub fn receive_file(listener: &TcpListener, target: &Path, key: &[u8], opts: Rec
     let mut receiver = Receiver::new(cfg, file).map_err(|e| refuse(&mut ctl, e))?;
 
     let sock = UdpSocket::bind(SocketAddr::new(listener.local_addr()?.ip(), 0))?;
-    socket_buffers(&sock);
+    udp::socket_buffers(&sock);
     let udp_port = sock.local_addr()?.port();
     let mac = control::sign(key, &refs(&accept_parts(&nonce_s, &nonce_r, flow, udp_port)));
     control::write(&mut ctl, &Message::Accept { udp_port, mac })?;

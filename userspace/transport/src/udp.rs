@@ -6,7 +6,8 @@
 //! class), the receiver reads each datagram's ECN bits (IP_RECVTOS /
 //! IPV6_RECVTCLASS) and echoes CE in its ACK, and it receives in batches
 //! (recvmmsg) with UDP GRO where the kernel coalesces datagrams. The sender
-//! sends one datagram per syscall, on one entropy (its own port).
+//! sends one datagram per syscall, each on its entropy's socket (its own
+//! source port: its own path through ECMP).
 
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::poll::{ppoll, PollFd, PollFlags};
+use nix::sys::socket::{setsockopt, sockopt};
 use nix::sys::time::TimeSpec;
 use quinn_udp::{EcnCodepoint, RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
 
@@ -43,20 +45,17 @@ impl Clock {
     }
 }
 
-/// A socket with quinn-udp's state and receive buffers.
-struct Endpoint<'s> {
-    sock: &'s UdpSocket,
+/// A socket with quinn-udp's state.
+struct Socket {
+    sock: UdpSocket,
     state: UdpSocketState,
-    bufs: Vec<Vec<u8>>,
-    meta: Vec<RecvMeta>,
 }
 
-impl<'s> Endpoint<'s> {
-    fn new(sock: &'s UdpSocket) -> io::Result<Self> {
+impl Socket {
+    fn new(sock: UdpSocket) -> io::Result<Self> {
         // (Also makes the socket non-blocking and asks for ECN and GRO.)
-        let state = UdpSocketState::new(sock.into())?;
-        let batch = BATCH_SIZE.min(8);
-        Ok(Self { sock, state, bufs: vec![vec![0u8; RECV_BUFFER]; batch], meta: vec![RecvMeta::default(); batch] })
+        let state = UdpSocketState::new((&sock).into())?;
+        Ok(Self { sock, state })
     }
 
     /// Sends one datagram, ECT(0) if `ect`. A full socket buffer waits up
@@ -64,11 +63,11 @@ impl<'s> Endpoint<'s> {
     /// dropped as the network would drop it (the protocol recovers it).
     fn send(&self, to: SocketAddr, bytes: &[u8], ect: bool) -> io::Result<()> {
         let t = Transmit { destination: to, ecn: ect.then_some(EcnCodepoint::Ect0), contents: bytes, segment_size: None, src_ip: None };
-        match self.state.send(self.sock.into(), &t) {
+        match self.state.send((&self.sock).into(), &t) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 let mut fds = [PollFd::new(self.sock.as_fd(), PollFlags::POLLOUT)];
                 let _ = ppoll(&mut fds, Some(TimeSpec::from_duration(Duration::from_millis(1))), None);
-                match self.state.send(self.sock.into(), &t) {
+                match self.state.send((&self.sock).into(), &t) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
                     r => r,
                 }
@@ -76,42 +75,100 @@ impl<'s> Endpoint<'s> {
             r => r,
         }
     }
+}
 
-    /// Waits until `deadline_ns` (at most 50 ms away) for datagrams and
-    /// hands each one to `handle` with its source and whether it arrived
-    /// CE-marked. `ppoll`, because a socket's receive timeout counts
-    /// scheduler ticks (1-10 ms) while a paced sender's gaps between
-    /// packets are microseconds.
-    fn recv_until(&mut self, clock: &Clock, deadline_ns: Option<u64>, handle: &mut dyn FnMut(SocketAddr, &[u8], bool) -> io::Result<()>) -> io::Result<()> {
+/// Receive buffers for batches of datagrams.
+struct Inbox {
+    bufs: Vec<Vec<u8>>,
+    meta: Vec<RecvMeta>,
+}
+
+impl Inbox {
+    fn new() -> Self {
+        let batch = BATCH_SIZE.min(8);
+        Self { bufs: vec![vec![0u8; RECV_BUFFER]; batch], meta: vec![RecvMeta::default(); batch] }
+    }
+
+    /// Waits until `deadline_ns` (at most 50 ms away) for datagrams on any
+    /// of `socks` and hands each one to `handle` with its source and
+    /// whether it arrived CE-marked. `ppoll`, because a socket's receive
+    /// timeout counts scheduler ticks (1-10 ms) while a paced sender's gaps
+    /// between packets are microseconds.
+    fn recv_until<'a>(
+        &mut self,
+        socks: impl Iterator<Item = &'a Socket> + Clone,
+        clock: &Clock,
+        deadline_ns: Option<u64>,
+        handle: &mut dyn FnMut(SocketAddr, &[u8], bool) -> io::Result<()>,
+    ) -> io::Result<()> {
         let wait = deadline_ns.map_or(50_000_000, |d| d.saturating_sub(clock.now())).min(50_000_000);
-        let mut fds = [PollFd::new(self.sock.as_fd(), PollFlags::POLLIN)];
+        let mut fds: Vec<PollFd> = socks.clone().map(|s| PollFd::new(s.sock.as_fd(), PollFlags::POLLIN)).collect();
         match ppoll(&mut fds, Some(TimeSpec::from_duration(Duration::from_nanos(wait))), None) {
             Ok(0) | Err(Errno::EINTR) => return Ok(()),
             Ok(_) => {}
             Err(e) => return Err(e.into()),
         }
-        let mut slices: Vec<IoSliceMut> = self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
-        let n = match self.state.recv(self.sock.into(), &mut slices, &mut self.meta) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        for (m, buf) in self.meta.iter().zip(self.bufs.iter()).take(n) {
-            let ce = m.ecn == Some(EcnCodepoint::Ce);
-            let stride = m.stride.max(1);
-            for datagram in buf[..m.len.min(buf.len())].chunks(stride) {
-                handle(m.addr, datagram, ce)?;
+        let ready: Vec<bool> = fds.iter().map(|f| f.revents().is_some_and(|r| !r.is_empty())).collect();
+        for (s, _) in socks.zip(ready).filter(|(_, r)| *r) {
+            let mut slices: Vec<IoSliceMut> = self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+            let n = match s.state.recv((&s.sock).into(), &mut slices, &mut self.meta) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            };
+            for (m, buf) in self.meta.iter().zip(self.bufs.iter()).take(n) {
+                let ce = m.ecn == Some(EcnCodepoint::Ce);
+                let stride = m.stride.max(1);
+                for datagram in buf[..m.len.min(buf.len())].chunks(stride) {
+                    handle(m.addr, datagram, ce)?;
+                }
             }
         }
         Ok(())
     }
 }
 
-/// Sends `sender`'s transfer to `peer` from `sock` until the receiver has
-/// every block; fails if the receiver is silent for `PEER_TIMEOUT`.
-/// `progress` hears the bytes the receiver has whole, every 100 ms.
-pub fn send<S: Source>(sock: &UdpSocket, peer: SocketAddr, sender: &mut Sender<S>, progress: &mut dyn FnMut(u64)) -> io::Result<SenderStats> {
-    let mut ep = Endpoint::new(sock)?;
+/// Socket buffers of `SOCKET_BUFFER` bytes (the kernel caps them at
+/// net.core.rmem_max / wmem_max): with the default ~200 kB a receiver that
+/// is descheduled for a millisecond drops a burst at 10 Gbit/s.
+pub fn socket_buffers(sock: &UdpSocket) {
+    // (Best effort: a smaller buffer costs rebuilt blocks, not bytes.)
+    let _ = setsockopt(sock, sockopt::RcvBuf, &SOCKET_BUFFER);
+    let _ = setsockopt(sock, sockopt::SndBuf, &SOCKET_BUFFER);
+}
+
+const SOCKET_BUFFER: usize = 8 << 20;
+
+/// The sender's paths: one socket per entropy, each on its own source
+/// port, so that the network's ECMP hash of the ports (or of the IPv6 flow
+/// label, which Linux derives from them) gives every entropy its own path.
+/// A socket is opened when the balancer first sends on its entropy and
+/// closed when the balancer has re-drawn that entropy.
+struct Paths {
+    local: SocketAddr,
+    socks: Vec<(u16, Socket)>,
+}
+
+impl Paths {
+    fn socket(&mut self, entropy: u16, in_use: &[u16]) -> io::Result<&Socket> {
+        if let Some(i) = self.socks.iter().position(|(e, _)| *e == entropy) {
+            return Ok(&self.socks[i].1);
+        }
+        self.socks.retain(|(e, _)| in_use.contains(e));
+        let sock = UdpSocket::bind(self.local)?;
+        socket_buffers(&sock);
+        self.socks.push((entropy, Socket::new(sock)?));
+        Ok(&self.socks[self.socks.len() - 1].1)
+    }
+}
+
+/// Sends `sender`'s transfer to `peer` from sockets bound to `local` (port
+/// 0: one port per entropy) until the receiver has every block; fails if
+/// the receiver is silent for `PEER_TIMEOUT`. `progress` hears the bytes
+/// the receiver has whole, every 100 ms.
+pub fn send<S: Source>(local: IpAddr, peer: SocketAddr, sender: &mut Sender<S>, progress: &mut dyn FnMut(u64)) -> io::Result<SenderStats> {
+    let mut paths = Paths { local: SocketAddr::new(local, 0), socks: Vec::new() };
+    let mut inbox = Inbox::new();
     let clock = Clock(Instant::now());
     let mut out = Vec::with_capacity(RECV_BUFFER);
     let mut heard = clock.now();
@@ -122,10 +179,10 @@ pub fn send<S: Source>(sock: &UdpSocket, peer: SocketAddr, sender: &mut Sender<S
             reported = now;
             progress(sender.bytes_done());
         }
-        while sender.poll_transmit(now, &mut out)? {
-            ep.send(peer, &out, true)?;
+        while let Some(entropy) = sender.poll_transmit(now, &mut out)? {
+            paths.socket(entropy, sender.entropies())?.send(peer, &out, true)?;
         }
-        ep.recv_until(&clock, sender.next_timeout(), &mut |from, datagram, _| {
+        inbox.recv_until(paths.socks.iter().map(|(_, s)| s), &clock, sender.next_timeout(), &mut |from, datagram, _| {
             if from == peer {
                 heard = clock.now();
                 sender.on_datagram(heard, datagram);
@@ -144,7 +201,8 @@ pub fn send<S: Source>(sock: &UdpSocket, peer: SocketAddr, sender: &mut Sender<S
 
 /// Receives one transfer on `sock` from the first address that sends one of
 /// its packets (from `from` only, if given; datagrams from elsewhere are
-/// refused), until every block is written; fails if the sender is silent
+/// refused; the sender's ports, its paths, may be many), until every block
+/// is written; fails if the sender is silent
 /// for `PEER_TIMEOUT`. Then it goes on ACKing the sender's late resends (its
 /// last ACKs may be lost) until `stop` is set or the sender is quiet for a
 /// second. `progress` hears the bytes written, every 100 ms.
@@ -155,8 +213,9 @@ pub fn receive<W: Sink>(
     stop: &AtomicBool,
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<ReceiverStats> {
-    let sender_ip = from;
-    let mut ep = Endpoint::new(sock)?;
+    let mut sender_ip = from;
+    let sock = Socket::new(sock.try_clone()?)?;
+    let mut inbox = Inbox::new();
     let clock = Clock(Instant::now());
     let mut out = Vec::with_capacity(64);
     let mut peer: Option<SocketAddr> = None;
@@ -173,7 +232,7 @@ pub fn receive<W: Sink>(
             for nack in receiver.poll_nacks(now) {
                 out.clear();
                 nack.write(&mut out).map_err(io::Error::other)?;
-                ep.send(to, &out, false)?;
+                sock.send(to, &out, false)?;
             }
         }
         let deadline = match linger_until {
@@ -181,14 +240,16 @@ pub fn receive<W: Sink>(
             None => receiver.next_timeout(),
         };
         let mut acks: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
-        ep.recv_until(&clock, deadline, &mut |from, datagram, ce| {
-            if peer.is_some_and(|p| p != from) || from_ip_differs(from, sender_ip) {
+        inbox.recv_until(std::iter::once(&sock), &clock, deadline, &mut |from, datagram, ce| {
+            if from_ip_differs(from, sender_ip) {
                 receiver.stats.refused += 1;
                 return Ok(());
             }
             let now = clock.now();
             if let Some(ack) = receiver.on_datagram(now, datagram, ce)? {
+                // (NACKs go to the path that last delivered.)
                 peer = Some(from);
+                sender_ip.get_or_insert(from.ip());
                 heard = now;
                 let mut b = Vec::with_capacity(32);
                 ack.write(&mut b).map_err(io::Error::other)?;
@@ -197,7 +258,7 @@ pub fn receive<W: Sink>(
             Ok(())
         })?;
         for (to, ack) in &acks {
-            ep.send(*to, ack, false)?;
+            sock.send(*to, ack, false)?;
         }
         let now = clock.now();
         if receiver.is_done() {

@@ -11,6 +11,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use xdcc::failure;
 use xdcc_transport::transfer::{self, ReceiveOptions, SendOptions, Summary};
+use xdcc_transport::{Strategy, UnoLbConfig};
 
 #[derive(Args)]
 pub struct SendArgs {
@@ -29,6 +30,14 @@ pub struct SendArgs {
     /// Data bytes per packet (the datagram adds 38).
     #[arg(long, default_value_t = 1400, value_parser = clap::value_parser!(u64).range(1..=65_000))]
     payload: u64,
+    /// How packets choose their paths: `unolb` sprays them round robin over
+    /// --subflows source ports (ECMP paths) under one window and moves the
+    /// ports that go silent (Uno's UnoLB); `ecmp` keeps one port.
+    #[arg(long, default_value = "unolb", value_parser = ["unolb", "ecmp"])]
+    lb: String,
+    /// UnoLB's subflows (source ports) per transfer.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u8).range(1..=16))]
+    subflows: u8,
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -86,8 +95,8 @@ fn report(ctx: &super::Ctx, s: &Summary) -> Result<()> {
     let head = format!("{} bytes in {:.2} s ({:.1} Mbit/s), sha256 {}", s.bytes, s.seconds, s.goodput_mbps, s.sha256);
     if let Some(t) = &s.sent {
         println!(
-            "sent {head}; packets {} (parity {}, resent {}), ACKs echoing CE {}, lost {}, NACKs {}, timeouts {}",
-            t.packets, t.parity_packets, t.resent, t.marked, t.lost, t.nacks, t.timeouts
+            "sent {head}; packets {} (parity {}, resent {}), ACKs echoing CE {}, lost {}, NACKs {}, timeouts {}, paths re-drawn {}",
+            t.packets, t.parity_packets, t.resent, t.marked, t.lost, t.nacks, t.timeouts, t.redrawn
         );
     }
     if let Some(r) = &s.received {
@@ -107,7 +116,11 @@ pub fn send(a: SendArgs, ctx: &super::Ctx) -> Result<()> {
         .map_err(|e| failure::bad_value(format!("--to {}: {e}", a.to)))?
         .next()
         .ok_or_else(|| failure::bad_value(format!("--to {}: no address", a.to)))?;
-    let opts = SendOptions { payload: a.payload as usize, link_rate_bps: a.rate_mbit.saturating_mul(1_000_000), ..SendOptions::default() };
+    let lb = match a.lb.as_str() {
+        "ecmp" => Strategy::Ecmp,
+        _ => Strategy::UnoLb(UnoLbConfig { subflows: a.subflows, ..UnoLbConfig::default() }),
+    };
+    let opts = SendOptions { payload: a.payload as usize, link_rate_bps: a.rate_mbit.saturating_mul(1_000_000), lb, ..SendOptions::default() };
     let b = bar(a.quiet || ctx.json);
     let summary = transfer::send_file(&a.file, to, &key, opts, &mut |done, total| {
         b.set_length(total);
