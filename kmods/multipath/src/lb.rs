@@ -19,7 +19,14 @@
 //!   and has had no ACK for more than half a base RTT gets a new random
 //!   entropy. Optionally (`prefer_recent`, the paper's text; commented out
 //!   in the artifact) the round robin skips subflows silent that long
-//!   while some other subflow is not.
+//!   while some other subflow is not. Optionally (`unanswered`, a
+//!   deviation for senders whose window can hold fewer packets than there
+//!   are subflows) a subflow counts as silent only when a packet sent on it
+//!   has had no ACK on it for a base RTT: after a timeout the window holds
+//!   one packet, every subflow it was not sent on has "no ACK for half a base
+//!   RTT", and the artifact's rule re-draws the live subflows with the dead
+//!   ones (on the host, two paths, one dead: a transfer stalled for over
+//!   60 s; testbed/notes/2026-11-29-unolb-transport.md).
 //!
 //! Rounds (for PLB) follow the usual rule: a round ends when a packet sent
 //! after the round began is acknowledged; what a round says (its ECN share,
@@ -60,11 +67,16 @@ pub struct UnoLbConfig {
     /// Skip subflows silent for more than half a base RTT while another
     /// is not (the paper's "prefer subflows that recently received ACKs").
     pub prefer_recent: bool,
+    /// A subflow is silent (re-drawn on a timeout or NACK) only when a
+    /// packet sent on it has waited a base RTT with no ACK on it since;
+    /// false: when it had no ACK for half a base RTT (the artifact).
+    pub unanswered: bool,
 }
 
 impl Default for UnoLbConfig {
+    /// The artifact's.
     fn default() -> Self {
-        Self { subflows: 10, prefer_recent: false }
+        Self { subflows: 10, prefer_recent: false, unanswered: false }
     }
 }
 
@@ -122,6 +134,8 @@ pub struct Balancer {
     last_ack_ns: [u64; MAX_SUBFLOWS],
     /// When each subflow's entropy was last drawn (UnoLB).
     drawn_ns: [u64; MAX_SUBFLOWS],
+    /// Per subflow, the first send since its last ACK (UnoLB).
+    unanswered_since_ns: [Option<u64>; MAX_SUBFLOWS],
     subflows: u8,
     next: u8,
     /// PLB's last move on a timeout or NACK.
@@ -156,6 +170,7 @@ impl Balancer {
             entropy,
             last_ack_ns: [now_ns; MAX_SUBFLOWS],
             drawn_ns: [now_ns; MAX_SUBFLOWS],
+            unanswered_since_ns: [None; MAX_SUBFLOWS],
             subflows,
             next: 0,
             last_redraw_ns: None,
@@ -193,6 +208,7 @@ impl Balancer {
                     }
                 }
                 self.next = (i + 1) % n;
+                self.unanswered_since_ns[i as usize].get_or_insert(now_ns);
                 self.entropy[i as usize]
             }
         }
@@ -205,6 +221,7 @@ impl Balancer {
             Strategy::UnoLb(_) => {
                 if let Some(i) = self.entropies().iter().position(|&e| e == entropy) {
                     self.last_ack_ns[i] = now_ns;
+                    self.unanswered_since_ns[i] = None;
                 }
             }
             Strategy::Plb(c) => {
@@ -235,7 +252,7 @@ impl Balancer {
     pub fn on_timeout(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) {
         let acted = match self.strategy {
             Strategy::Plb(c) if c.move_on_timeout => self.plb_move(now_ns, c, draw),
-            Strategy::UnoLb(_) => self.redraw_silent(now_ns, draw),
+            Strategy::UnoLb(c) => self.redraw_silent(now_ns, c, draw),
             _ => false,
         };
         if acted {
@@ -247,7 +264,7 @@ impl Balancer {
     pub fn on_nack(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) {
         let acted = match self.strategy {
             Strategy::Plb(c) if c.move_on_nack => self.plb_move(now_ns, c, draw),
-            Strategy::UnoLb(_) => self.redraw_silent(now_ns, draw),
+            Strategy::UnoLb(c) => self.redraw_silent(now_ns, c, draw),
             _ => false,
         };
         if acted {
@@ -268,15 +285,21 @@ impl Balancer {
     }
 
     /// UnoLB: a new entropy for every subflow not re-drawn for a base RTT
-    /// and silent (no ACK) for more than half of one. Whether any changed.
-    fn redraw_silent(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) -> bool {
+    /// and silent (no ACK for more than half of one; `unanswered`: a packet
+    /// unanswered for one). Whether any changed.
+    fn redraw_silent(&mut self, now_ns: u64, c: UnoLbConfig, draw: &mut impl FnMut() -> u32) -> bool {
         let mut any = false;
         for i in 0..self.subflows as usize {
             let settled = now_ns.saturating_sub(self.drawn_ns[i]) >= self.base_rtt_ns;
-            let silent = now_ns.saturating_sub(self.last_ack_ns[i]) > self.base_rtt_ns / 2;
+            let silent = if c.unanswered {
+                self.unanswered_since_ns[i].is_some_and(|t| now_ns.saturating_sub(t) >= self.base_rtt_ns)
+            } else {
+                now_ns.saturating_sub(self.last_ack_ns[i]) > self.base_rtt_ns / 2
+            };
             if settled && silent {
                 self.entropy[i] = self.fresh(self.entropy[i], draw);
                 self.drawn_ns[i] = now_ns;
+                self.unanswered_since_ns[i] = None;
                 self.moves.entropies = self.moves.entropies.saturating_add(1);
                 any = true;
             }
@@ -368,9 +391,35 @@ mod tests {
     }
 
     #[test]
+    fn unolb_unanswered_redraws_only_the_subflows_that_failed_a_packet() {
+        // A window of one packet after a timeout: one probe, on subflow 0,
+        // and no ACK. The artifact's rule re-draws all four (none had an
+        // ACK for half a base RTT); `unanswered` only the one probed.
+        let mut d = counter();
+        for (unanswered, redrawn) in [(false, 4), (true, 1)] {
+            let cfg = UnoLbConfig { subflows: 4, unanswered, ..UnoLbConfig::default() };
+            let mut b = Balancer::new(Strategy::UnoLb(cfg), RTT, 0, &mut d);
+            let before = b.entropies().to_vec();
+            let probe = b.next_entropy(2 * RTT, &mut d);
+            assert_eq!(probe, before[0]);
+            b.on_timeout(3 * RTT, &mut d);
+            let changed = b.entropies().iter().zip(&before).filter(|(a, b)| a != b).count();
+            assert_eq!(changed, redrawn, "unanswered: {unanswered}");
+        }
+        // An ACK on the subflow answers it: no re-draw then.
+        let cfg = UnoLbConfig { subflows: 2, unanswered: true, ..UnoLbConfig::default() };
+        let mut b = Balancer::new(Strategy::UnoLb(cfg), RTT, 0, &mut d);
+        let e = b.next_entropy(RTT, &mut d);
+        b.on_ack(RTT + 5_000, RTT, e, false, &mut d);
+        let before = b.entropies().to_vec();
+        b.on_nack(4 * RTT, &mut d);
+        assert_eq!(b.entropies(), &before[..]);
+    }
+
+    #[test]
     fn unolb_prefer_recent_skips_silent_subflows() {
         let mut d = counter();
-        let cfg = UnoLbConfig { subflows: 4, prefer_recent: true };
+        let cfg = UnoLbConfig { subflows: 4, prefer_recent: true, ..UnoLbConfig::default() };
         let mut b = Balancer::new(Strategy::UnoLb(cfg), RTT, 0, &mut d);
         let subs = b.entropies().to_vec();
         b.on_ack(30_000, 20_000, subs[2], false, &mut d);
@@ -438,8 +487,8 @@ mod tests {
 
     #[test]
     fn bad_configurations_are_refused() {
-        assert!(Strategy::UnoLb(UnoLbConfig { subflows: 0, prefer_recent: false }).check().is_err());
-        assert!(Strategy::UnoLb(UnoLbConfig { subflows: 17, prefer_recent: false }).check().is_err());
+        assert!(Strategy::UnoLb(UnoLbConfig { subflows: 0, ..UnoLbConfig::default() }).check().is_err());
+        assert!(Strategy::UnoLb(UnoLbConfig { subflows: 17, ..UnoLbConfig::default() }).check().is_err());
         assert!(Strategy::Plb(PlbConfig { congested_ppm: 1_000_001, ..Default::default() }).check().is_err());
         assert!(Strategy::UnoLb(UnoLbConfig::default()).check().is_ok());
     }

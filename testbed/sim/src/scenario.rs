@@ -489,7 +489,7 @@ impl LbSpec {
                     min_move_interval_ns: (min_move_interval_us * 1e3).round() as u64,
                 })
             }
-            LbSpec::Unolb { subflows, prefer_recent } => Strategy::UnoLb(UnoLbConfig { subflows, prefer_recent }),
+            LbSpec::Unolb { subflows, prefer_recent } => Strategy::UnoLb(UnoLbConfig { subflows, prefer_recent, ..UnoLbConfig::default() }),
         };
         s.check().map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(s)

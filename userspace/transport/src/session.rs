@@ -47,7 +47,7 @@ use std::io;
 use xdcc_algo::uno::{Params as UnoParams, Uno};
 use xdcc_algo::{AckSample, CongestionControl, Event, FlowInit};
 use xdcc_multipath::ec::{BlockCode, RxOutcome};
-use xdcc_multipath::lb::{Balancer, Strategy};
+use xdcc_multipath::lb::{Balancer, Strategy, UnoLbConfig};
 
 use crate::coding::{BlockAssembly, Coder, CodingError, MAX_DATA_PAYLOAD};
 use crate::wire::{BlockPacket, Packet, BLOCK_HEADER_LEN};
@@ -233,6 +233,14 @@ pub struct Sender<S: Source> {
     /// The balancer's random source (xorshift64*, seeded by the flow id).
     rng: u64,
     pub stats: SenderStats,
+}
+
+/// The transport's UnoLB: `subflows` entropies, each re-drawn only when a
+/// packet sent on it went unanswered (`UnoLbConfig::unanswered`: after a
+/// timeout the window holds one packet, and the artifact's rule would
+/// re-draw every subflow it was not sent on).
+pub const fn unolb(subflows: u8) -> Strategy {
+    Strategy::UnoLb(UnoLbConfig { subflows, prefer_recent: false, unanswered: true })
 }
 
 /// The next number of a xorshift64* generator: the balancer's draws need
@@ -810,8 +818,7 @@ mod tests {
     /// `one_way_ns` and drops the data-path packets `drop` says to;
     /// returns the receiver's bytes and both ends' counters.
     fn run(bytes: usize, mut drop: impl FnMut(&BlockPacket) -> bool) -> (Vec<u8>, SenderStats, ReceiverStats) {
-        let lb = Strategy::UnoLb(Default::default());
-        let (got, tx, rx, done) = run_paths(bytes, lb, |_| {}, |p, _| drop(p));
+        let (got, tx, rx, done) = run_paths(bytes, unolb(10), |_| {}, |p, _| drop(p));
         assert!(done, "the transfer ended: {tx:?} {rx:?}");
         (got, tx, rx)
     }
@@ -936,7 +943,7 @@ mod tests {
         let (_, tx, rx, done) = dead_path_of_the_first_entropy(Strategy::Ecmp);
         assert!(!done && rx.packets == 0 && tx.timeouts > 5, "ECMP's one path is dead: no byte in 30 s: {tx:?} {rx:?}");
 
-        let (got, tx, rx, done) = dead_path_of_the_first_entropy(Strategy::UnoLb(Default::default()));
+        let (got, tx, rx, done) = dead_path_of_the_first_entropy(unolb(10));
         assert!(done && got == data(200_000), "byte-exact through the live path: {tx:?} {rx:?}");
         assert!(tx.redrawn >= 1 && tx.nacks + tx.timeouts >= 1, "the silent subflows were re-drawn after NACKs or timeouts: {tx:?}");
         assert!(tx.lost > 0 && rx.rebuilt_blocks > 0, "the dead path's losses: {tx:?} {rx:?}");
@@ -1002,7 +1009,7 @@ mod tests {
             assert!(Sender::new(c, src, params(), Strategy::Ecmp, 0, 0).is_err());
             assert!(Receiver::new(c, Vec::new()).is_err());
         }
-        for lb in [Strategy::Spray, Strategy::UnoLb(xdcc_multipath::lb::UnoLbConfig { subflows: 0, prefer_recent: false })] {
+        for lb in [Strategy::Spray, Strategy::UnoLb(xdcc_multipath::lb::UnoLbConfig { subflows: 0, ..Default::default() })] {
             assert!(Sender::new(cfg(1), src, params(), lb, 0, 0).is_err(), "{lb:?}");
         }
     }

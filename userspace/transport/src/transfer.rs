@@ -19,10 +19,10 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use xdcc_algo::{uno, NetConfig};
 use xdcc_multipath::ec::BlockCode;
-use xdcc_multipath::lb::{Strategy, UnoLbConfig};
+use xdcc_multipath::lb::Strategy;
 
 use crate::control::{self, accept_parts, done_parts, hello_parts, refs, Message, MIN_KEY, VERSION};
-use crate::session::{Config, Receiver, ReceiverStats, Sender, SenderStats};
+use crate::session::{self, Config, Receiver, ReceiverStats, Sender, SenderStats};
 use crate::udp;
 use crate::wire::BLOCK_HEADER_LEN;
 
@@ -45,7 +45,7 @@ impl Default for SendOptions {
     fn default() -> Self {
         // 1400 bytes of data: a 1438-byte datagram, 1466 on the wire over
         // IPv4, under a 1500-byte MTU with room for IPv6's larger header.
-        Self { payload: 1400, code: BlockCode::default(), link_rate_bps: NetConfig::LINUX_DEFAULT.link_rate_bps, lb: Strategy::UnoLb(UnoLbConfig::default()) }
+        Self { payload: 1400, code: BlockCode::default(), link_rate_bps: NetConfig::LINUX_DEFAULT.link_rate_bps, lb: session::unolb(10) }
     }
 }
 

@@ -77,6 +77,10 @@ impl Socket {
     }
 }
 
+/// What a datagram is handed to: its source, its bytes, whether it arrived
+/// CE-marked.
+type Handler<'h> = dyn FnMut(SocketAddr, &[u8], bool) -> io::Result<()> + 'h;
+
 /// Receive buffers for batches of datagrams.
 struct Inbox {
     bufs: Vec<Vec<u8>>,
@@ -99,7 +103,7 @@ impl Inbox {
         socks: impl Iterator<Item = &'a Socket> + Clone,
         clock: &Clock,
         deadline_ns: Option<u64>,
-        handle: &mut dyn FnMut(SocketAddr, &[u8], bool) -> io::Result<()>,
+        handle: &mut Handler,
     ) -> io::Result<()> {
         let wait = deadline_ns.map_or(50_000_000, |d| d.saturating_sub(clock.now())).min(50_000_000);
         let mut fds: Vec<PollFd> = socks.clone().map(|s| PollFd::new(s.sock.as_fd(), PollFlags::POLLIN)).collect();

@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use xdcc_algo::{uno, NetConfig};
 use xdcc_multipath::ec::BlockCode;
-use xdcc_multipath::lb::{Strategy, UnoLbConfig};
-use xdcc_transport::session::{Config, Receiver, Sender};
+use xdcc_transport::session::{self, Config, Receiver, Sender};
 use xdcc_transport::{udp, Packet};
 
 fn config(bytes: u64) -> Config {
@@ -88,7 +87,7 @@ fn a_lossy_path_is_recovered_by_the_code_byte_exact() {
     });
 
     let params = uno::Params::from_net(&NetConfig { link_rate_bps: 1_000_000_000, intra_rtt_ns: 100_000, inter_rtt_ns: 1_000_000, mtu: 1438 });
-    let lb = Strategy::UnoLb(UnoLbConfig::default());
+    let lb = session::unolb(10);
     let mut sender = Sender::new(cfg, data.as_slice(), params, lb, 100_000, 0).unwrap();
     let mut reports = Vec::new();
     let tx = udp::send("127.0.0.1".parse().unwrap(), relay_addr, &mut sender, &mut |b| reports.push(b)).unwrap();

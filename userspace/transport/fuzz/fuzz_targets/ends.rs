@@ -13,8 +13,7 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use xdcc_algo::{uno, NetConfig, Tunables};
 use xdcc_multipath::ec::BlockCode;
-use xdcc_multipath::lb::Strategy;
-use xdcc_transport::session::{Config, Receiver, Sender};
+use xdcc_transport::session::{self, Config, Receiver, Sender};
 use xdcc_transport::{BlockPacket, Packet};
 
 #[derive(Arbitrary, Debug)]
@@ -49,7 +48,7 @@ fuzz_target!(|c: Case| {
     let mut rx = Receiver::new(cfg, sink).expect("a valid config");
     let src = vec![7u8; usize::from(c.bytes)];
     let params = uno::Params::from_net(&NetConfig::LINUX_DEFAULT);
-    let mut tx = Sender::new(cfg, src.as_slice(), params, Strategy::UnoLb(Default::default()), 100_000, 0).expect("a valid config");
+    let mut tx = Sender::new(cfg, src.as_slice(), params, session::unolb(10), 100_000, 0).expect("a valid config");
     let mut now = 0u64;
     let mut out = Vec::new();
     for (input, ce, dt) in c.steps {

@@ -11,7 +11,8 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use xdcc::failure;
 use xdcc_transport::transfer::{self, ReceiveOptions, SendOptions, Summary};
-use xdcc_transport::{Strategy, UnoLbConfig};
+use xdcc_transport::session;
+use xdcc_transport::Strategy;
 
 #[derive(Args)]
 pub struct SendArgs {
@@ -118,7 +119,7 @@ pub fn send(a: SendArgs, ctx: &super::Ctx) -> Result<()> {
         .ok_or_else(|| failure::bad_value(format!("--to {}: no address", a.to)))?;
     let lb = match a.lb.as_str() {
         "ecmp" => Strategy::Ecmp,
-        _ => Strategy::UnoLb(UnoLbConfig { subflows: a.subflows, ..UnoLbConfig::default() }),
+        _ => session::unolb(a.subflows),
     };
     let opts = SendOptions { payload: a.payload as usize, link_rate_bps: a.rate_mbit.saturating_mul(1_000_000), lb, ..SendOptions::default() };
     let b = bar(a.quiet || ctx.json);
