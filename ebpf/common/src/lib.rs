@@ -444,6 +444,12 @@ mod pod {
     unsafe impl aya::Pod for super::markers::AmrtConfig {}
     // SAFETY: as above.
     unsafe impl aya::Pod for super::markers::AmrtStats {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::markers::LossConfig {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::markers::LossState {}
+    // SAFETY: as above.
+    unsafe impl aya::Pod for super::markers::LossStats {}
 }
 
 #[cfg(test)]

@@ -350,10 +350,189 @@ pub const fn phantom_mark(q: u64, r: u32, cfg: &PhantomConfig) -> bool {
     ((r as u64 * span) >> 32) < q - cfg.kmin_bytes
 }
 
+/// Most packets one block can lose (`LossConfig::cum_ppm`'s length).
+pub const LOSS_MAX_DROPS: usize = 8;
+/// Longest block of the loss injector (its drop positions are a u64 mask).
+pub const LOSS_MAX_BLOCK: u32 = 64;
+
+/// The loss injector (`xdcc inject-loss`): a port that loses packets as
+/// Uno's Table 1 describes a WAN link (uno-sc25; the simulator's
+/// `LossModel::Block`): the packets are cut into blocks of `block`
+/// consecutive ones, and at each block's start the number it loses is
+/// drawn, exactly j + 1 with probability `p[j]`, at positions uniform and
+/// distinct. `cum_ppm[j]` is p[0] + ... + p[j] in parts per million, the
+/// entries after the last given repeat it. Bernoulli loss at p is a block of
+/// one with p[0] = p. `block == 0`: off. Index 0 of `LOSS_CFG`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LossConfig {
+    pub block: u32,
+    pub cum_ppm: [u32; LOSS_MAX_DROPS],
+}
+
+/// The loss injector's place in its block (index 0 of `LOSS_STATE`): the
+/// next packet's position, and how many of the block's packets from it on
+/// are still to be dropped.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LossState {
+    pub pos: u32,
+    pub need: u32,
+}
+
+/// The loss injector's counters (index 0 of `LOSS_STATS`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LossStats {
+    pub packets: u64,
+    pub dropped: u64,
+    pub blocks: u64,
+    /// Blocks that lost at least one packet.
+    pub lossy_blocks: u64,
+}
+
+impl LossConfig {
+    /// Blocks of `block` packets losing exactly j + 1 of them with
+    /// probability `p_ppm[j]` (parts per million).
+    pub fn from_ppm(block: u32, p_ppm: &[u32]) -> Result<Self, &'static str> {
+        if block == 0 || block > LOSS_MAX_BLOCK {
+            return Err("the block must hold 1..=64 packets");
+        }
+        if p_ppm.is_empty() || p_ppm.len() > LOSS_MAX_DROPS || p_ppm.len() > block as usize {
+            return Err("give 1..=8 probabilities (of 1, 2, ... drops per block), at most one per packet of the block");
+        }
+        let mut cum_ppm = [0u32; LOSS_MAX_DROPS];
+        let mut sum = 0u32;
+        for (j, c) in cum_ppm.iter_mut().enumerate() {
+            sum = sum.saturating_add(p_ppm.get(j).copied().unwrap_or(0));
+            *c = sum;
+        }
+        if sum > 1_000_000 {
+            return Err("the probabilities must sum to at most 1");
+        }
+        Ok(Self { block, cum_ppm })
+    }
+
+    /// How many packets a block loses, for a draw `r_ppm` uniform in
+    /// [0, 1_000_000).
+    pub const fn drops(&self, r_ppm: u32) -> u32 {
+        let mut j = 0;
+        while j < LOSS_MAX_DROPS {
+            if r_ppm < self.cum_ppm[j] {
+                return j as u32 + 1;
+            }
+            j += 1;
+        }
+        0
+    }
+}
+
+/// `x` in `[0, n)` without a division (multiply-shift range reduction).
+pub const fn below(x: u32, n: u32) -> u32 {
+    (((x as u64) * (n as u64)) >> 32) as u32
+}
+
+/// One packet through the loss injector: whether it is dropped, and
+/// whether it opened a block that loses packets (`None`: it opened none).
+/// `random` gives uniform u32s. The block's losses are placed by selection
+/// sampling, one packet at a time (Knuth's Algorithm S: the packet at a
+/// position is dropped with probability drops-still-to-place /
+/// packets-left), which puts them at uniform, distinct positions with no
+/// loop (a loop over the block's positions drawing them ahead made the BPF
+/// verifier walk past its million instructions).
+#[inline(always)]
+pub fn loss_step(cfg: &LossConfig, st: &mut LossState, mut random: impl FnMut() -> u32) -> (bool, Option<bool>) {
+    let block = if cfg.block > LOSS_MAX_BLOCK { LOSS_MAX_BLOCK } else { cfg.block };
+    let mut opened = None;
+    if st.pos == 0 || st.pos >= block {
+        st.pos = 0;
+        st.need = cfg.drops(below(random(), 1_000_000));
+        opened = Some(st.need > 0);
+    }
+    let left = block.saturating_sub(st.pos);
+    let drop = st.need > 0 && below(random(), left) < st.need;
+    if drop {
+        st.need = st.need.saturating_sub(1);
+    }
+    st.pos = st.pos.saturating_add(1);
+    (drop, opened)
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
     use super::*;
+
+    fn xorshift() -> impl FnMut() -> u32 {
+        let mut x = 0x9e37_79b9u32;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        }
+    }
+
+    #[test]
+    fn loss_blocks_lose_as_table_1_says() {
+        // Table 1's shape at 100 times its rates: 3 %, 0.75 %, 0.16 %.
+        let cfg = LossConfig::from_ppm(10, &[30_000, 7_500, 1_600]).unwrap();
+        let mut st = LossState::default();
+        let mut r = xorshift();
+        let blocks = 200_000u32;
+        let mut per_block = [0u32; 11];
+        let (mut dropped, mut lossy) = (0u32, 0u32);
+        for _ in 0..blocks {
+            let mut here = 0;
+            for k in 0..10 {
+                let (drop, opened) = loss_step(&cfg, &mut st, &mut r);
+                assert_eq!(opened.is_some(), k == 0, "a block opens at its first packet");
+                lossy += u32::from(opened == Some(true));
+                here += u32::from(drop);
+            }
+            per_block[here as usize] += 1;
+            dropped += here;
+        }
+        // Expected: 6,000 / 1,500 / 320 blocks losing 1 / 2 / 3 (sd ~77, 39, 18).
+        let within = |got: u32, want: f64| (f64::from(got) - want).abs() < 5.0 * want.sqrt();
+        assert!(within(per_block[1], 6_000.0) && within(per_block[2], 1_500.0) && within(per_block[3], 320.0), "{per_block:?}");
+        assert_eq!(per_block[4..].iter().sum::<u32>(), 0);
+        assert_eq!(lossy, blocks - per_block[0]);
+        assert_eq!(dropped, per_block[1] + 2 * per_block[2] + 3 * per_block[3]);
+    }
+
+    #[test]
+    fn loss_positions_are_uniform_and_distinct() {
+        // Every block loses exactly 3 of 10: each position 30 % of the time.
+        let cfg = LossConfig::from_ppm(10, &[0, 0, 1_000_000]).unwrap();
+        let mut st = LossState::default();
+        let mut r = xorshift();
+        let mut at = [0u32; 10];
+        for _ in 0..50_000 {
+            let mut n = 0;
+            for a in at.iter_mut() {
+                let (drop, _) = loss_step(&cfg, &mut st, &mut r);
+                *a += u32::from(drop);
+                n += u32::from(drop);
+            }
+            assert_eq!(n, 3);
+        }
+        assert!(at.iter().all(|&a| (14_000..16_000).contains(&a)), "{at:?}");
+        // A block of one: Bernoulli at 1 %.
+        let cfg = LossConfig::from_ppm(1, &[10_000]).unwrap();
+        let d = (0..1_000_000).filter(|_| loss_step(&cfg, &mut st, &mut r).0).count();
+        assert!((9_500..10_500).contains(&d), "{d}");
+    }
+
+    #[test]
+    fn bad_loss_configs_are_refused() {
+        assert!(LossConfig::from_ppm(0, &[1]).is_err());
+        assert!(LossConfig::from_ppm(65, &[1]).is_err());
+        assert!(LossConfig::from_ppm(10, &[]).is_err());
+        assert!(LossConfig::from_ppm(2, &[1, 1, 1]).is_err());
+        assert!(LossConfig::from_ppm(10, &[600_000, 500_000]).is_err());
+        assert_eq!(LossConfig::from_ppm(10, &[1, 2]).unwrap().cum_ppm, [1, 3, 3, 3, 3, 3, 3, 3]);
+    }
 
     #[test]
     fn phantom_queue_drains_caps_and_marks_linearly() {

@@ -14,6 +14,8 @@
 //!   phantom-queue ECN marker.
 //! - `amrt.rs` — `xdcc_amrt` (TCX at a switch port's dequeue point): AMRT's
 //!   anti-ECN marker (CE = spare bandwidth).
+//! - `loss.rs` — `xdcc_loss` (TCX egress of a port): Uno's Table-1 losses,
+//!   in blocks of consecutive packets.
 //!
 //! Map key, value and configuration types are in `xdcc-common` (shared with
 //! the agent). Nothing here allocates; every loop is bounded by a constant;
@@ -35,6 +37,7 @@ use aya_ebpf::{
 use xdcc_common::{Config, Counters, FlowKey, FlowStats, MAX_FLOWS};
 
 mod amrt;
+mod loss;
 mod mark_ce;
 mod packet;
 mod phantom;

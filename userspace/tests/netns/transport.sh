@@ -80,14 +80,17 @@ section_transport() {
 # UnoLB on real paths: two equal-cost paths of 300 Mbit/s (the router
 # hashes the IPv6 flow label, which Linux derives from the UDP ports: each
 # of the sender's 10 subflows has its own port), each with Uno's phantom
-# queue marking CE: both healthy, then one of them losing 2 % at random
-# (which UnoLB leaves, subflow by subflow, as the losses go unanswered),
+# queue marking CE: both healthy, then one of them losing packets as Uno's
+# Table 1 describes a WAN link, at 300 times its rates (`xdcc inject-loss`:
+# blocks of 10 packets losing 1, 2 or 3 with probability 9 %, 2.25 %,
+# 0.48 %; UnoLB leaves that path subflow by subflow as losses go
+# unanswered),
 # then one of them
 # dead both ways for the data (UDP; the control connection is TCP's to
 # route: Linux moves its label on a timeout, slowly).
 transport_paths() {
     local k=$1 src=$2
-    log "transport: UnoLB's subflows over two ECMP paths with phantom queues: one losing 2 %, then one dead"
+    log "transport: UnoLB's subflows over two ECMP paths with phantom queues: healthy, one with Table-1 losses, one dead"
     local S A B D; two_paths S A B D um fd96
     local l rpid
     for l in la lb; do
@@ -115,15 +118,21 @@ transport_paths() {
     # in 32,768 runs; one path with 3 or fewer once in 240.)
     check "the subflows spread over both paths (each carried a twentieth or more)" bash -c '(( $1 * 20 >= $3 && $2 * 20 >= $3 ))' _ "$la" "$lb" $((la + lb))
 
-    forward_drop "$A" oifname la numgen random mod 100 '<' 2
+    ip netns exec "$A" "$X" inject-loss --iface la --block 10 --p 0.09,0.0225,0.0048 >"$work/um-loss.json" 2>&1 &
+    local injector=$!
+    pids+=("$injector")
+    for _ in $(seq 100); do grep -q dropping "$work/um-loss.json" && break; sleep 0.1; done
     recv_json 7410 "$work/tl.out"
-    check "send over two paths, one losing 2 % at random" bash -c '
+    check "send over two paths, one with Table-1 losses" bash -c '
         ip netns exec "$1" "$2" --json send "$3" --to "[fd96:2::1]:7410" --key-file "$4" --rate-mbit 600 >"$5.sent.json"' _ "$S" "$X" "$src" "$k" "$work/tl.out"
     check "recv through the lossy path ends" wait "$rpid"
     check "the lossy copy is byte-exact" cmp "$src" "$work/tl.out"
     log "transport: $(jq -c '{sent, received}' "$work/tl.out.sent.json" "$work/tl.out.json" | tr '\n' ' ')"
     check "the parity rebuilt the blocks that lost packets" jq -e ".received.rebuilt_blocks > 0" "$work/tl.out.json"
-    forward_heal "$A"
+    kill -INT "$injector"; wait "$injector" 2>/dev/null || true
+    log "transport: the injector: $(tail -n 1 "$work/um-loss.json")"
+    check "the injector dropped packets, 1 to 3 per lossy block" bash -c '
+        tail -n 1 "$1" | jq -e ".dropped > 0 and .lossy_blocks > 0 and .dropped >= .lossy_blocks and .dropped <= 3 * .lossy_blocks"' _ "$work/um-loss.json"
 
     forward_drop "$A" oifname lb meta l4proto udp
     forward_drop "$A" iifname lb meta l4proto udp

@@ -9,7 +9,7 @@ use aya::{
     programs::{links::CgroupAttachMode, SchedClassifier, SockOps, TcAttachType},
     Ebpf, EbpfLoader,
 };
-use xdcc_common::markers::{AmrtConfig, AmrtStats, MarkCeConfig, MarkCeStats, PhantomConfig, PhantomStats};
+use xdcc_common::markers::{AmrtConfig, AmrtStats, LossConfig, LossStats, MarkCeConfig, MarkCeStats, PhantomConfig, PhantomStats};
 use xdcc_common::{Config, Counters, FlowKey, FlowStats, PathHealth};
 
 /// The object built by build.rs from ebpf/programs.
@@ -140,6 +140,18 @@ pub fn mark_ce_set(bpf: &mut Ebpf, every: u64) -> Result<()> {
 
 pub fn mark_ce_stats(bpf: &mut Ebpf) -> Result<MarkCeStats> {
     let a: Array<&mut MapData, MarkCeStats> = Array::try_from(bpf.map_mut("MARK_CE_STATS").context("map MARK_CE_STATS")?)?;
+    Ok(a.get(&0, 0)?)
+}
+
+/// The loss injector's model (`LossConfig`; block 0 = off).
+pub fn loss_set(bpf: &mut Ebpf, cfg: &LossConfig) -> Result<()> {
+    let mut a: Array<&mut MapData, LossConfig> = Array::try_from(bpf.map_mut("LOSS_CFG").context("map LOSS_CFG")?)?;
+    a.set(0, *cfg, 0)?;
+    Ok(())
+}
+
+pub fn loss_stats(bpf: &mut Ebpf) -> Result<LossStats> {
+    let a: Array<&mut MapData, LossStats> = Array::try_from(bpf.map_mut("LOSS_STATS").context("map LOSS_STATS")?)?;
     Ok(a.get(&0, 0)?)
 }
 

@@ -87,6 +87,11 @@ enum Cmd {
     /// Mark CE on every Nth ECT packet leaving an interface (a test/demo
     /// router port); runs in the foreground and prints the counts at exit.
     MarkCe(cli::mark::MarkCeArgs),
+    /// Drop packets leaving an interface as Uno's Table 1 describes a lossy
+    /// WAN link: in blocks of consecutive packets, each losing exactly j of
+    /// them with the given probabilities (the host has no netem); runs in
+    /// the foreground and prints the counts at exit.
+    InjectLoss(cli::mark::InjectLossArgs),
     /// Send a file over xdcc's UDP transport to an `xdcc recv`: UnoCC's
     /// window, every 8 packets with 2 Reed-Solomon parity packets (UnoRC),
     /// the shared key proven both ways, the SHA-256 checked at the end.
@@ -120,7 +125,7 @@ fn main() {
             std::process::exit(failure::exit_code(&e).into());
         }
     }
-    let default_level = if matches!(cli.cmd, Cmd::Agent(_) | Cmd::MarkCe(_)) { "info,netlink_packet_route=error" } else { "warn,netlink_packet_route=error" };
+    let default_level = if matches!(cli.cmd, Cmd::Agent(_) | Cmd::MarkCe(_) | Cmd::InjectLoss(_)) { "info,netlink_packet_route=error" } else { "warn,netlink_packet_route=error" };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_level)).init();
     let ctx = cli::Ctx { sock: &cli.socket, json: cli.json, netns: cli.netns.clone() };
     let result = match cli.cmd {
@@ -139,6 +144,7 @@ fn main() {
         Cmd::MarkAmrt(a) => cli::mark::run_amrt(a),
         Cmd::Switch(c) => cli::switch::run(c),
         Cmd::MarkCe(a) => cli::mark::run_ce(a),
+        Cmd::InjectLoss(a) => cli::mark::run_loss(a),
         Cmd::Send(a) => cli::transfer::send(a, &ctx),
         Cmd::Recv(a) => cli::transfer::recv(a, &ctx),
         Cmd::Completions { shell } => cli::docs::completions(shell),

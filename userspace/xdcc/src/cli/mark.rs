@@ -1,6 +1,7 @@
-//! `xdcc mark-phantom`, `mark-amrt`, `mark-ce`: the switch-side eBPF
-//! markers, each a foreground process on the switch or router host that
-//! prints its counts at exit and, with `--metrics`, serves them.
+//! `xdcc mark-phantom`, `mark-amrt`, `mark-ce`, `inject-loss`: the
+//! switch-side eBPF markers and the loss injector, each a foreground process
+//! on the switch or router host that prints its counts at exit and, with
+//! `--metrics`, serves them.
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -148,6 +149,43 @@ pub fn run_amrt(a: MarkAmrtArgs) -> Result<()> {
     tokio_rt()?.block_on(mark_amrt(&iface, rate_mbit, mtu, &hook, transit, duration, metrics))
 }
 
+#[derive(Args)]
+pub struct InjectLossArgs {
+    #[arg(long)]
+    iface: String,
+    /// Packets per block (1..=64; Uno's Table 1: 10).
+    #[arg(long, default_value_t = 10)]
+    block: u32,
+    /// The probabilities that a block loses exactly 1, 2, ... of its
+    /// packets, comma-separated (Table 1: 3e-4,7.5e-5,1.6e-5). With --block 1
+    /// and one value: independent loss at that rate.
+    #[arg(long, value_delimiter = ',', required = true, num_args = 1..)]
+    p: Vec<f64>,
+    /// Stop after this many seconds (default: until SIGINT/SIGTERM).
+    #[arg(long)]
+    duration: Option<u64>,
+    /// Serve the injector's counters for Prometheus on ADDR (host:port).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+}
+
+/// The injector's configuration from the command line's probabilities.
+fn loss_config(block: u32, p: &[f64]) -> Result<xdcc_common::markers::LossConfig> {
+    let mut ppm = Vec::with_capacity(p.len());
+    for &v in p {
+        if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+            return Err(failure::bad_value(format!("--p {v}: a probability within [0, 1]")));
+        }
+        ppm.push((v * 1e6).round() as u32);
+    }
+    xdcc_common::markers::LossConfig::from_ppm(block, &ppm).map_err(|e| failure::bad_value(format!("--block {block} --p {p:?}: {e}")))
+}
+
+pub fn run_loss(a: InjectLossArgs) -> Result<()> {
+    let cfg = loss_config(a.block, &a.p)?;
+    tokio_rt()?.block_on(inject_loss(&a.iface, cfg, a.duration, a.metrics))
+}
+
 pub fn run_ce(a: MarkCeArgs) -> Result<()> {
     tokio_rt()?.block_on(mark_ce(&a.iface, a.every, a.duration, a.metrics))
 }
@@ -262,6 +300,34 @@ async fn mark_amrt(
     wait_stop(duration).await?;
     let s = ebpf::amrt_stats(&mut bpf.lock().unwrap())?;
     println!("{}", serde_json::json!({ "iface": iface, "ecn_packets": s.ect_packets, "marked": s.marked, "cleared": s.cleared }));
+    Ok(())
+}
+
+fn loss_values(bpf: &mut aya::Ebpf) -> Result<Vec<metrics::MarkerValue>> {
+    use metrics::MarkerValue::Counter;
+    let s = ebpf::loss_stats(bpf)?;
+    Ok(vec![
+        Counter("marker_packets", "packets the injector saw", s.packets),
+        Counter("marker_dropped_packets", "packets the injector dropped", s.dropped),
+        Counter("marker_loss_blocks", "blocks of packets the injector began", s.blocks),
+        Counter("marker_lossy_blocks", "blocks that lost at least one packet", s.lossy_blocks),
+    ])
+}
+
+async fn inject_loss(iface: &str, cfg: xdcc_common::markers::LossConfig, duration: Option<u64>, metrics: Option<String>) -> Result<()> {
+    agent::check_interface(iface).await?;
+    let mut bpf = ebpf::load()?;
+    ebpf::loss_set(&mut bpf, &cfg)?;
+    ebpf::attach_tc(&mut bpf, "xdcc_loss", iface, aya::programs::TcAttachType::Egress)?;
+    println!("dropping packets leaving {iface} in blocks of {}, cumulative ppm {:?}", cfg.block, cfg.cum_ppm);
+    let bpf: SharedBpf = std::sync::Arc::new(std::sync::Mutex::new(bpf));
+    serve_marker_metrics(metrics, "loss", iface, &bpf, loss_values)?;
+    wait_stop(duration).await?;
+    let s = ebpf::loss_stats(&mut bpf.lock().unwrap())?;
+    println!(
+        "{}",
+        serde_json::json!({ "iface": iface, "block": cfg.block, "packets": s.packets, "dropped": s.dropped, "blocks": s.blocks, "lossy_blocks": s.lossy_blocks })
+    );
     Ok(())
 }
 
