@@ -136,6 +136,8 @@ pub struct Balancer {
     drawn_ns: [u64; MAX_SUBFLOWS],
     /// Per subflow, the first send since its last ACK (UnoLB).
     unanswered_since_ns: [Option<u64>; MAX_SUBFLOWS],
+    /// The sender's smoothed RTT (0: none told; `unanswered` only).
+    srtt_ns: u64,
     subflows: u8,
     next: u8,
     /// PLB's last move on a timeout or NACK.
@@ -160,9 +162,18 @@ impl Balancer {
             Strategy::UnoLb(c) => c.subflows.clamp(1, MAX_SUBFLOWS as u8),
             _ => 1,
         };
+        let distinct = matches!(strategy, Strategy::UnoLb(c) if c.unanswered);
         let mut entropy = [0u16; MAX_SUBFLOWS];
-        for e in entropy.iter_mut().take(subflows as usize) {
-            *e = draw16(draw);
+        for i in 0..subflows as usize {
+            entropy[i] = draw16(draw);
+            // (`unanswered`: distinct entropies, a few draws at most; the
+            // artifact's draws stay as they were.)
+            for _ in 0..4 {
+                if !distinct || !entropy[..i].contains(&entropy[i]) {
+                    break;
+                }
+                entropy[i] = draw16(draw);
+            }
         }
         Self {
             strategy,
@@ -171,6 +182,7 @@ impl Balancer {
             last_ack_ns: [now_ns; MAX_SUBFLOWS],
             drawn_ns: [now_ns; MAX_SUBFLOWS],
             unanswered_since_ns: [None; MAX_SUBFLOWS],
+            srtt_ns: 0,
             subflows,
             next: 0,
             last_redraw_ns: None,
@@ -180,6 +192,13 @@ impl Balancer {
             congested_run: 0,
             moves: Moves::default(),
         }
+    }
+
+    /// The sender's smoothed RTT: with `unanswered`, a packet is silent
+    /// only once it waited longer than 9/8 of it (queues included) and a
+    /// base RTT.
+    pub fn observe_rtt(&mut self, srtt_ns: u64) {
+        self.srtt_ns = srtt_ns;
     }
 
     pub fn strategy(&self) -> Strategy {
@@ -292,12 +311,23 @@ impl Balancer {
         for i in 0..self.subflows as usize {
             let settled = now_ns.saturating_sub(self.drawn_ns[i]) >= self.base_rtt_ns;
             let silent = if c.unanswered {
-                self.unanswered_since_ns[i].is_some_and(|t| now_ns.saturating_sub(t) >= self.base_rtt_ns)
+                let wait = self.base_rtt_ns.max(self.srtt_ns.saturating_mul(9) / 8);
+                self.unanswered_since_ns[i].is_some_and(|t| now_ns.saturating_sub(t) >= wait)
             } else {
                 now_ns.saturating_sub(self.last_ack_ns[i]) > self.base_rtt_ns / 2
             };
             if settled && silent {
                 self.entropy[i] = self.fresh(self.entropy[i], draw);
+                if c.unanswered {
+                    // Not one another subflow holds (it would share its path
+                    // and its ACKs would credit the other).
+                    for _ in 0..4 {
+                        if !self.entropies().iter().enumerate().any(|(j, &e)| j != i && e == self.entropy[i]) {
+                            break;
+                        }
+                        self.entropy[i] = self.fresh(self.entropy[i], draw);
+                    }
+                }
                 self.drawn_ns[i] = now_ns;
                 self.unanswered_since_ns[i] = None;
                 self.moves.entropies = self.moves.entropies.saturating_add(1);

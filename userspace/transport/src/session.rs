@@ -162,6 +162,8 @@ impl Sink for std::fs::File {
     }
 }
 
+/// How many packets declared lost the sender remembers for late ACKs.
+const MAX_DECLARED_LOST: usize = 8192;
 /// Packets reordered past this many later ACKed transmissions are lost.
 const REORDER_PACKETS: u64 = 3;
 /// The least reordering window in time. (QUIC's is its timer granularity,
@@ -174,8 +176,8 @@ const MIN_REORDER_NS: u64 = 10_000;
 /// re-drew: with 2 s, a path dead both ways (3/4 of UnoLB's re-draws over
 /// two paths) left 5 probes before the peer timeout and stalled transfers.
 const MAX_RTO_NS: u64 = 200_000_000;
-/// The balancer's least base RTT (a silent subflow is one without an ACK
-/// for half of it).
+/// The balancer's least base RTT (what a subflow's silence is measured
+/// against).
 const MIN_BASE_RTT_NS: u64 = 10_000;
 /// Longest NACK wait the receiver accepts from a packet.
 const MAX_NACK_WAIT_NS: u64 = 10_000_000_000;
@@ -195,8 +197,12 @@ pub struct SenderStats {
     pub ignored: u64,
     /// Entropies (paths) the balancer re-drew after NACKs and timeouts.
     pub redrawn: u64,
+    /// Packets declared lost whose ACK came later (reordered past the
+    /// loss thresholds, or a spurious timeout).
+    pub late_acks: u64,
 }
 
+#[derive(Clone, Copy)]
 struct Sent {
     block: u64,
     index: u8,
@@ -222,6 +228,10 @@ pub struct Sender<S: Source> {
     /// Per open block: its parity shards and which of its packets were ACKed.
     open: BTreeMap<u64, OpenBlock>,
     inflight: BTreeMap<u64, Sent>,
+    /// The latest packets declared lost (at most `MAX_DECLARED_LOST`): a
+    /// late ACK still marks its packet received and tells the balancer its
+    /// path delivers.
+    declared_lost: BTreeMap<u64, Sent>,
     inflight_bytes: u64,
     next_seq: u64,
     largest_acked: Option<u64>,
@@ -258,6 +268,8 @@ fn draw(state: &mut u64) -> u32 {
 /// whether it is queued to go out, in flight, or ACKed.
 struct OpenBlock {
     parity: Vec<Vec<u8>>,
+    /// The receiver's NACK for it came (it sends one, to several ports).
+    nacked: bool,
     queued: u32,
     in_flight: u32,
     acked: u32,
@@ -300,6 +312,7 @@ impl<S: Source> Sender<S> {
             queue: VecDeque::new(),
             open: BTreeMap::new(),
             inflight: BTreeMap::new(),
+            declared_lost: BTreeMap::new(),
             inflight_bytes: 0,
             next_seq: 0,
             largest_acked: None,
@@ -342,7 +355,7 @@ impl<S: Source> Sender<S> {
 
     fn rto_ns(&self) -> u64 {
         let base = self.srtt_ns.saturating_mul(3).max(self.cfg.min_rto_ns);
-        base.checked_shl(self.rto_backoff).unwrap_or(u64::MAX).min(MAX_RTO_NS.max(base))
+        base.saturating_mul(1u64 << self.rto_backoff.min(63)).min(MAX_RTO_NS.max(base))
     }
 
     fn packet_len(&self, block: u64, index: u8) -> usize {
@@ -384,7 +397,7 @@ impl<S: Source> Sender<S> {
         let parity = self.coder.encode(&refs)?;
         let width = k.saturating_add(self.cfg.code.parity);
         let queued = 1u32.checked_shl(u32::from(width)).map_or(u32::MAX, |b| b - 1);
-        self.open.insert(block, OpenBlock { parity, queued, in_flight: 0, acked: 0 });
+        self.open.insert(block, OpenBlock { parity, nacked: false, queued, in_flight: 0, acked: 0 });
         self.queue.extend((0..width).map(|i| (block, i)));
         self.next_block += 1;
         Ok(self.queue.front().copied())
@@ -497,7 +510,17 @@ impl<S: Source> Sender<S> {
         self.last_progress_ns = now_ns;
         self.rto_backoff = 0;
         let Some(s) = self.inflight.remove(&seq) else {
-            // Declared lost before its ACK came: the receiver has it.
+            // Declared lost before its ACK came: the receiver has it, and
+            // its path delivers (the window and the RTT hear nothing: the
+            // sample is stale).
+            if let Some(s) = self.declared_lost.remove(&seq) {
+                self.stats.late_acks += 1;
+                if let Some(b) = self.open.get_mut(&s.block) {
+                    b.acked |= 1 << s.index;
+                }
+                let rng = &mut self.rng;
+                self.lb.on_ack(now_ns, s.sent_ns, s.entropy, ce, &mut || draw(rng));
+            }
             return;
         };
         self.inflight_bytes = self.inflight_bytes.saturating_sub(u64::from(s.bytes));
@@ -513,6 +536,7 @@ impl<S: Source> Sender<S> {
         self.lb.on_ack(now_ns, s.sent_ns, s.entropy, ce, &mut || draw(rng));
         let rtt = now_ns.saturating_sub(s.sent_ns).max(1);
         self.srtt_ns = if self.srtt_ns == 0 { rtt } else { self.srtt_ns - self.srtt_ns / 8 + rtt / 8 };
+        self.lb.observe_rtt(self.srtt_ns);
         self.cc.on_ack(
             &self.params,
             &AckSample {
@@ -551,14 +575,26 @@ impl<S: Source> Sender<S> {
                     b.in_flight &= !(1 << s.index);
                 }
                 self.stats.lost += 1;
+                self.remember_lost(seq, s);
             }
         }
     }
 
+    fn remember_lost(&mut self, seq: u64, s: Sent) {
+        self.declared_lost.insert(seq, s);
+        while self.declared_lost.len() > MAX_DECLARED_LOST {
+            self.declared_lost.pop_first();
+        }
+    }
+
     fn on_nack(&mut self, now_ns: u64, block: u64) {
-        if !self.open.contains_key(&block) {
-            self.stats.ignored += 1;
-            return;
+        match self.open.get_mut(&block) {
+            // (A copy: the receiver sends its one NACK to several ports.)
+            Some(b) if !b.nacked => b.nacked = true,
+            _ => {
+                self.stats.ignored += 1;
+                return;
+            }
         }
         self.stats.nacks += 1;
         let rng = &mut self.rng;
@@ -602,7 +638,9 @@ impl<S: Source> Sender<S> {
             self.cc.on_event(&self.params, Event::Rto, now_ns);
         }
         self.stats.lost += self.inflight.len() as u64;
-        self.inflight.clear();
+        for (seq, s) in std::mem::take(&mut self.inflight) {
+            self.remember_lost(seq, s);
+        }
         self.inflight_bytes = 0;
         let open: Vec<u64> = self.open.keys().copied().collect();
         for b in self.open.values_mut() {
@@ -947,6 +985,45 @@ mod tests {
         assert!(done && got == data(200_000), "byte-exact through the live path: {tx:?} {rx:?}");
         assert!(tx.redrawn >= 1 && tx.nacks + tx.timeouts >= 1, "the silent subflows were re-drawn after NACKs or timeouts: {tx:?}");
         assert!(tx.lost > 0 && rx.rebuilt_blocks > 0, "the dead path's losses: {tx:?} {rx:?}");
+    }
+
+    #[test]
+    fn a_late_ack_marks_its_packet_received_and_a_nack_copy_is_ignored() {
+        let c = cfg(8_000); // one block: 8 data, 2 parity
+        let src = data(8_000);
+        let mut tx = Sender::new(c, src.as_slice(), params(), unolb(10), 100_000, 0).unwrap();
+        let mut buf = Vec::new();
+        let (mut sent, mut now) = (0, 0);
+        while sent < 10 && now < 1_000_000 {
+            while tx.poll_transmit(now, &mut buf).unwrap().is_some() {
+                sent += 1;
+            }
+            now += 1_000;
+        }
+        assert_eq!(sent, 10, "the block went out by {now} ns");
+        let ack = |tx: &mut Sender<&[u8]>, now: u64, seq: u64| {
+            let mut d = Vec::new();
+            Packet::Ack { flow: c.flow, seq, ce: false, blocks_done: 0 }.write(&mut d).unwrap();
+            tx.on_datagram(now, &d);
+        };
+        // Packets 1..9 answered at 100 us, packet 9 at 300 us: packet 0, on
+        // a longer path, is then declared lost (sent more than 9/8 of an RTT
+        // before), and its ACK comes after all.
+        for seq in 1..9 {
+            ack(&mut tx, 100_000, seq);
+        }
+        ack(&mut tx, 300_000, 9);
+        assert_eq!(tx.stats.lost, 1);
+        ack(&mut tx, 310_000, 0);
+        assert_eq!(tx.stats.late_acks, 1);
+        // The receiver's NACK (as if a packet was missing), twice: the first
+        // asks for nothing (every packet is answered), the copy is ignored.
+        let mut d = Vec::new();
+        Packet::Nack { flow: c.flow, block: 0 }.write(&mut d).unwrap();
+        let ignored = tx.stats.ignored;
+        tx.on_datagram(400_000, &d);
+        tx.on_datagram(400_000, &d);
+        assert_eq!((tx.stats.nacks, tx.stats.resent, tx.stats.ignored), (1, 0, ignored + 1));
     }
 
     #[test]

@@ -27,6 +27,8 @@ use crate::session::{Receiver, ReceiverStats, Sender, SenderStats, Sink, Source}
 pub const PEER_TIMEOUT: Duration = Duration::from_secs(10);
 /// A receive buffer: the largest datagram, or a GRO batch of them.
 const RECV_BUFFER: usize = 1 << 16;
+/// How many of the sender's ports a NACK goes to.
+const NACK_PATHS: usize = 3;
 /// How often the loops report progress.
 const PROGRESS_NS: u64 = 100_000_000;
 
@@ -146,23 +148,41 @@ const SOCKET_BUFFER: usize = 8 << 20;
 /// The sender's paths: one socket per entropy, each on its own source
 /// port, so that the network's ECMP hash of the ports (or of the IPv6 flow
 /// label, which Linux derives from them) gives every entropy its own path.
-/// A socket is opened when the balancer first sends on its entropy and
-/// closed when the balancer has re-drawn that entropy.
+/// A socket is opened when the balancer first sends on its entropy; one
+/// whose entropy the balancer re-drew stays open (and read: ACKs and NACKs
+/// for its packets still come to its port) until `RETIRED` newer ones have
+/// been retired after it.
 struct Paths {
     local: SocketAddr,
     socks: Vec<(u16, Socket)>,
+    retired: std::collections::VecDeque<Socket>,
 }
+
+/// Re-drawn entropies' sockets kept open for their late answers.
+const RETIRED: usize = 32;
 
 impl Paths {
     fn socket(&mut self, entropy: u16, in_use: &[u16]) -> io::Result<&Socket> {
         if let Some(i) = self.socks.iter().position(|(e, _)| *e == entropy) {
             return Ok(&self.socks[i].1);
         }
-        self.socks.retain(|(e, _)| in_use.contains(e));
+        // (Bound before the old close: the kernel cannot hand back a port
+        // whose late answers would then reach the new subflow.)
         let sock = UdpSocket::bind(self.local)?;
         socket_buffers(&sock);
+        let (keep, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut self.socks).into_iter().partition(|(e, _)| in_use.contains(e));
+        self.socks = keep;
+        self.retired.extend(gone.into_iter().map(|(_, s)| s));
+        while self.retired.len() > RETIRED {
+            self.retired.pop_front();
+        }
         self.socks.push((entropy, Socket::new(sock)?));
         Ok(&self.socks[self.socks.len() - 1].1)
+    }
+
+    /// Every open socket: the subflows' and the retired ones.
+    fn all(&self) -> impl Iterator<Item = &Socket> + Clone {
+        self.socks.iter().map(|(_, s)| s).chain(self.retired.iter())
     }
 }
 
@@ -171,7 +191,7 @@ impl Paths {
 /// the receiver is silent for `PEER_TIMEOUT`. `progress` hears the bytes
 /// the receiver has whole, every 100 ms.
 pub fn send<S: Source>(local: IpAddr, peer: SocketAddr, sender: &mut Sender<S>, progress: &mut dyn FnMut(u64)) -> io::Result<SenderStats> {
-    let mut paths = Paths { local: SocketAddr::new(local, 0), socks: Vec::new() };
+    let mut paths = Paths { local: SocketAddr::new(local, 0), socks: Vec::new(), retired: Default::default() };
     let mut inbox = Inbox::new();
     let clock = Clock(Instant::now());
     let mut out = Vec::with_capacity(RECV_BUFFER);
@@ -186,7 +206,7 @@ pub fn send<S: Source>(local: IpAddr, peer: SocketAddr, sender: &mut Sender<S>, 
         while let Some(entropy) = sender.poll_transmit(now, &mut out)? {
             paths.socket(entropy, sender.entropies())?.send(peer, &out, true)?;
         }
-        inbox.recv_until(paths.socks.iter().map(|(_, s)| s), &clock, sender.next_timeout(), &mut |from, datagram, _| {
+        inbox.recv_until(paths.all(), &clock, sender.next_timeout(), &mut |from, datagram, _| {
             if from == peer {
                 heard = clock.now();
                 sender.on_datagram(heard, datagram);
@@ -203,10 +223,10 @@ pub fn send<S: Source>(local: IpAddr, peer: SocketAddr, sender: &mut Sender<S>, 
     Ok(sender.stats)
 }
 
-/// Receives one transfer on `sock` from the first address that sends one of
-/// its packets (from `from` only, if given; datagrams from elsewhere are
-/// refused; the sender's ports, its paths, may be many), until every block
-/// is written; fails if the sender is silent
+/// Receives one transfer on `sock` from the IP address that first sends one
+/// of its packets, on any of its ports (its paths; from `from` only, if
+/// given; datagrams from other addresses are refused), until every block is
+/// written; fails if the sender is silent
 /// for `PEER_TIMEOUT`. Then it goes on ACKing the sender's late resends (its
 /// last ACKs may be lost) until `stop` is set or the sender is quiet for a
 /// second. `progress` hears the bytes written, every 100 ms.
@@ -222,7 +242,10 @@ pub fn receive<W: Sink>(
     let mut inbox = Inbox::new();
     let clock = Clock(Instant::now());
     let mut out = Vec::with_capacity(64);
-    let mut peer: Option<SocketAddr> = None;
+    // The sender's ports that delivered last (most recent first): a NACK
+    // goes to each, since a path that delivers data says nothing of its
+    // way back.
+    let mut recent: Vec<SocketAddr> = Vec::with_capacity(NACK_PATHS + 1);
     let mut heard = clock.now();
     let mut linger_until: Option<u64> = None;
     let mut reported = 0;
@@ -232,11 +255,11 @@ pub fn receive<W: Sink>(
             reported = now;
             progress(receiver.bytes_done());
         }
-        if let Some(to) = peer {
-            for nack in receiver.poll_nacks(now) {
-                out.clear();
-                nack.write(&mut out).map_err(io::Error::other)?;
-                sock.send(to, &out, false)?;
+        for nack in receiver.poll_nacks(now) {
+            out.clear();
+            nack.write(&mut out).map_err(io::Error::other)?;
+            for to in &recent {
+                sock.send(*to, &out, false)?;
             }
         }
         let deadline = match linger_until {
@@ -251,8 +274,11 @@ pub fn receive<W: Sink>(
             }
             let now = clock.now();
             if let Some(ack) = receiver.on_datagram(now, datagram, ce)? {
-                // (NACKs go to the path that last delivered.)
-                peer = Some(from);
+                if recent.first() != Some(&from) {
+                    recent.retain(|a| *a != from);
+                    recent.insert(0, from);
+                    recent.truncate(NACK_PATHS);
+                }
                 sender_ip.get_or_insert(from.ip());
                 heard = now;
                 let mut b = Vec::with_capacity(32);
