@@ -166,15 +166,12 @@ impl Sink for std::fs::File {
 const MAX_DECLARED_LOST: usize = 8192;
 /// Packets reordered past this many later ACKed transmissions are lost.
 const REORDER_PACKETS: u64 = 3;
-/// The least reordering window in time. (QUIC's is its timer granularity,
-/// 1 ms; this threshold is checked on ACKs, not by a timer, and 1 ms is ten
-/// datacenter RTTs of a lost packet's window held up.)
+/// The least reordering window in time (checked on ACKs, not by a timer:
+/// QUIC's 1 ms granularity would be ten datacenter RTTs).
 const MIN_REORDER_NS: u64 = 10_000;
 /// Longest retransmission timeout after backing off (unless 3 RTTs are
-/// longer). After a timeout the window holds one packet, so an outage is
-/// probed at most five times a second, each probe on a path the balancer
-/// re-drew: with 2 s, a path dead both ways (3/4 of UnoLB's re-draws over
-/// two paths) left 5 probes before the peer timeout and stalled transfers.
+/// longer): a dead path is probed often enough to be left before the peer
+/// timeout (testbed/notes/2026-11-29-unolb-transport.md).
 const MAX_RTO_NS: u64 = 200_000_000;
 /// The balancer's least base RTT (what a subflow's silence is measured
 /// against).

@@ -143,8 +143,7 @@ pub fn send_file(path: &Path, to: SocketAddr, key: &[u8], opts: SendOptions, pro
     let mut ctl = TcpStream::connect_timeout(&to, CONTROL_TIMEOUT)?;
     // The handshake's time, and below the Hello's answer's: the shorter is
     // UnoCC's first estimate of the path's RTT and the balancer's base RTT
-    // (a handshake whose SYN was lost, e.g. on a dead path, took a second
-    // more).
+    // (a handshake holds a lost SYN's second; testbed/notes/2026-11-29-unolb-transport.md).
     let connect = started.elapsed();
     ctl.set_read_timeout(Some(CONTROL_TIMEOUT))?;
     ctl.set_nodelay(true)?;
