@@ -452,6 +452,13 @@ mod pod {
     unsafe impl aya::Pod for super::markers::LossStats {}
 }
 
+/// `x` in `[0, n)` without a division (multiply-shift range reduction):
+/// the BPF programs' and the markers' draws.
+#[inline(always)]
+pub const fn below(x: u32, n: u32) -> u32 {
+    (((x as u64) * (n as u64)) >> 32) as u32
+}
+
 #[cfg(test)]
 mod tests {
 

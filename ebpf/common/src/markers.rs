@@ -5,6 +5,8 @@
 //! configurations and counters the agent and `xdcc mark-*` share with them.
 //! Integer-only and BPF-clean.
 
+use crate::below;
+
 /// Uno's phantom queue at a switch port (uno-sc25 §4.1; htsim
 /// compositequeue.cpp): a virtual queue that grows by every packet entering
 /// the port and drains at `drain_bytes_per_sec` (a fraction of the line rate,
@@ -425,11 +427,6 @@ impl LossConfig {
         }
         0
     }
-}
-
-/// `x` in `[0, n)` without a division (multiply-shift range reduction).
-pub const fn below(x: u32, n: u32) -> u32 {
-    (((x as u64) * (n as u64)) >> 32) as u32
 }
 
 /// One packet through the loss injector: whether it is dropped, and

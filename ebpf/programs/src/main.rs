@@ -83,11 +83,7 @@ pub(crate) fn random() -> u32 {
     unsafe { bpf_get_prandom_u32() }
 }
 
-/// `x` in `[0, n)` without a division (multiply-shift range reduction).
-#[inline(always)]
-pub(crate) fn below(x: u32, n: u32) -> u32 {
-    (((x as u64) * (n as u64)) >> 32) as u32
-}
+pub(crate) use xdcc_common::below;
 
 /// Atomically adds to a counter inside a map value shared by all CPUs.
 #[inline(always)]
