@@ -2,7 +2,7 @@
 # Host tests of the eBPF programs, the xdcc agent and the CLI, in network
 # namespaces and a cgroup made here (nothing else on the machine is touched).
 #
-#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [sample] [flowgen] [phantom] [apply] [policy] [churn] [prometheus] [bpfcc] [transport]   (default: all; root)
+#   userspace/tests/netns.sh [telemetry] [reroute] [cli] [switch] [sample] [flowgen] [phantom] [apply] [policy] [churn] [prometheus] [bpfcc] [transport] [unolb]   (default: all; root)
 #
 # Needs target/release/xdcc (cargo build --release -p xdcc), python3, jq,
 # nft, bpftool and iproute2 (ebpf/install-toolchain.sh installs them).
@@ -27,7 +27,7 @@ XDCC_BIN=$X # the library's CC properties are those of the binary under test
 source "$root/tests/lib/lib.sh"
 NS_TAG=x$$ # this run's namespaces and cgroups: x<pid>...
 
-all_sections=(telemetry reroute cli switch sample flowgen phantom apply policy churn prometheus bpfcc transport)
+all_sections=(telemetry reroute cli switch sample flowgen phantom apply policy churn prometheus bpfcc transport unolb)
 sections=("$@")
 ((${#sections[@]})) || sections=("${all_sections[@]}")
 for s in "${sections[@]}"; do
@@ -111,15 +111,19 @@ two_paths() {
     for n in "$_a" "$_b"; do in_ns "$n" sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv6.fib_multipath_hash_policy=0; done
 }
 # forward_drop NS RULE...: NS drops the forwarded packets that the nft
-# RULE matches (e.g. `oifname lb`, `oifname la numgen random mod 100 < 2`);
-# forward_heal NS: it drops nothing again.
+# RULE matches (e.g. `oifname lb`, `oifname la numgen random mod 100 < 2`),
+# counted; forward_heal NS: it drops nothing again.
 forward_drop() {
     local n=$1; shift
     in_ns "$n" nft list table inet xdcc_t >/dev/null 2>&1 || {
         in_ns "$n" nft add table inet xdcc_t &&
             in_ns "$n" nft add chain inet xdcc_t blk '{ type filter hook forward priority 0; }'
     } || return 1
-    in_ns "$n" nft add rule inet xdcc_t blk "$@" drop
+    in_ns "$n" nft add rule inet xdcc_t blk "$@" counter drop
+}
+# forward_dropped NS: bytes NS's forward_drop rules dropped
+forward_dropped() {
+    in_ns "$1" nft -j list table inet xdcc_t | jq '[.nftables[] | .rule? // empty | .expr[] | .counter? // empty | .bytes] | add // 0'
 }
 forward_heal() { in_ns "$1" nft delete table inet xdcc_t; }
 # flow_json NS SOCKET LOCAL: the agent's flow whose local address is LOCAL

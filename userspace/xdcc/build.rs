@@ -96,7 +96,14 @@ fn build_bpf_objects(root: &Path, out: &Path, ccs: &[&str]) {
 fn build_ebpf_programs(root: &Path, out: &Path) {
     println!("cargo:rerun-if-env-changed=XDCC_EBPF_OBJECT");
     println!("cargo:rerun-if-env-changed=XDCC_BPF_LINKER_DIR");
-    for p in ["ebpf/programs/src", "ebpf/programs/Cargo.toml", "ebpf/programs/Cargo.lock", "ebpf/programs/.cargo/config.toml", "ebpf/common/src"] {
+    for p in [
+        "ebpf/programs/src",
+        "ebpf/programs/Cargo.toml",
+        "ebpf/programs/Cargo.lock",
+        "ebpf/programs/.cargo/config.toml",
+        "ebpf/common/src",
+        "kmods/multipath/src",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
     let dest = out.join("xdcc-ebpf.o");

@@ -157,6 +157,11 @@ pub struct FlowStats {
     /// The `[[policy]]` entry (1-based) that chose the flow's CC; 0: none
     /// (no entry matched, or the CC is not the entry's).
     pub policy: u32,
+    /// UnoLB for TCP (`lb = "unolb"` in the flow's `[[policy]]` entry): the
+    /// subflows its packets are sprayed over (0: one path id, `path_id`),
+    /// and the subflows re-drawn after losing a packet.
+    pub lb_subflows: u32,
+    pub lb_redraws: u32,
 
     /// RTT samples per bucket (see `rtt_bucket`).
     pub rtt_hist: [u32; RTT_BUCKETS],
@@ -197,6 +202,8 @@ impl FlowStats {
             lossy_run: 0,
             settle_rounds: 0,
             policy: 0,
+            lb_subflows: 0,
+            lb_redraws: 0,
             rtt_hist: [0; RTT_BUCKETS],
         }
     }
@@ -350,6 +357,10 @@ pub struct CcPolicy {
     pub needs_ecn: u32,
     /// The CC's name, NUL padded (`TCP_CA_NAME_MAX`).
     pub cc: [u8; 16],
+    /// UnoLB: spray the connection over this many subflows (entropies of
+    /// the IPv6 flow label) under its one window; 0: one path per
+    /// connection (the rerouter's path id).
+    pub lb_subflows: u32,
 }
 
 /// Most `[[policy]]` entries.

@@ -7,7 +7,8 @@
 //!   (UnoLB / PLB: a new path id after an RTO, lossy or congested rounds).
 //! - `telemetry.rs` — `xdcc_tc_egress` / `xdcc_tc_ingress` (TCX): per-flow
 //!   packet, byte, ECT, CE and ECE counters, and the IPv6 flow label = f(path
-//!   id) on egress; `packet.rs` parses the headers.
+//!   id) on egress, or for a connection sprayed by UnoLB the label of its
+//!   next subflow (`unolb.rs`); `packet.rs` parses the headers.
 //! - `mark_ce.rs` — `xdcc_mark_ce` (TCX, a router or switch port in tests and
 //!   demos): CE on every Nth ECT packet.
 //! - `phantom.rs` — `xdcc_phantom` (TCX egress of a switch port): Uno's
@@ -44,6 +45,7 @@ mod phantom;
 mod reroute;
 mod sockops;
 mod telemetry;
+mod unolb;
 
 /// The flow table: written by sock_ops (lifecycle, rounds) and the tc
 /// programs (packet counters), read by the agent.

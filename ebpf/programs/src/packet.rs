@@ -21,6 +21,8 @@ pub(crate) struct Packet {
     pub(crate) dport: u16,
     pub(crate) ecn: u8,
     pub(crate) tcp_flags: u8,
+    /// The TCP sequence number.
+    pub(crate) seq: u32,
     /// TCP payload bytes (of the whole GSO packet).
     pub(crate) payload: u32,
     /// IPv6: the first header word (version, traffic class, flow label), host order.
@@ -77,6 +79,7 @@ pub(crate) fn parse(ctx: &TcContext) -> Option<Packet> {
     // SAFETY: reading the context's gso_segs field.
     let gso = unsafe { (*ctx.skb.skb).gso_segs };
     let segs = if gso == 0 { 1 } else { gso };
-    Some(Packet { family, src, dst, sport, dport, ecn, tcp_flags: tcp[13], payload, v6_word0, segs })
+    let seq = u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]);
+    Some(Packet { family, src, dst, sport, dport, ecn, tcp_flags: tcp[13], seq, payload, v6_word0, segs })
 }
 

@@ -2,7 +2,9 @@
 //! sample and one transport snapshot per round trip, the ECE fraction of each
 //! round, the decision to reroute (carried out by `reroute.rs`), and the CC
 //! per destination (`CC_POLICY`): set before a connection's SYN, or on an
-//! accepted one once established, with ECN negotiated for it.
+//! accepted one once established, with ECN negotiated for it; for a
+//! connection its entry sprays (UnoLB), the start of its subflows and each
+//! retransmission (`unolb.rs`).
 
 use aya_ebpf::{
     bindings::bpf_sock_ops,
@@ -15,7 +17,7 @@ use aya_log_ebpf::warn;
 use xdcc_common::{plb, rtt_bucket, CcPolicy, ClosedFlow, FlowKey, FlowStats, RerouteReason, CLOSED_RING_BYTES, MAX_POLICIES, RTT_BUCKETS};
 
 use crate::reroute::{first_path, forced, mark_healthy, reroute};
-use crate::{config, count, now_ns, FLOWS};
+use crate::{config, count, now_ns, unolb, FLOWS};
 
 /// Scratch space to build a new flow's entry (FlowStats exceeds the 512-byte
 /// BPF stack).
@@ -40,9 +42,11 @@ const OP_ACTIVE_ESTABLISHED: u32 = 4;
 const OP_PASSIVE_ESTABLISHED: u32 = 5;
 const OP_NEEDS_ECN: u32 = 6;
 const OP_RTO: u32 = 8;
+const OP_RETRANS: u32 = 9;
 const OP_STATE: u32 = 10;
 const OP_RTT: u32 = 12;
 const CB_RTO: i32 = 1 << 0;
+const CB_RETRANS: i32 = 1 << 1;
 const CB_STATE: i32 = 1 << 2;
 const CB_RTT: i32 = 1 << 3;
 const TCP_CLOSE: u32 = 7;
@@ -153,6 +157,7 @@ pub fn xdcc_sockops(ctx: SockOpsContext) -> u32 {
         OP_ACTIVE_ESTABLISHED | OP_PASSIVE_ESTABLISHED => on_established(&ctx, &s),
         OP_RTT => on_round(&ctx, &s),
         OP_RTO => on_rto(&ctx, &s),
+        OP_RETRANS => on_retransmit(&s),
         OP_STATE => on_state(&s),
         _ => {}
     }
@@ -209,13 +214,36 @@ fn on_established(ctx: &SockOpsContext, s: &OpsSnapshot) {
         }
     }
     st.path_id = first_path(&key, &cfg, now);
+    // UnoLB (IPv6 only: an IPv4 packet has no flow label, and the ports of
+    // a TCP connection cannot change).
+    let subflows = pol.map_or(0, |p| p.lb_subflows);
+    if subflows != 0 && key.family == 6 {
+        let handshake_rtt_us = if s.rtt_min != 0 { s.rtt_min } else { s.srtt_us >> 3 };
+        if unolb::start(&key, subflows, handshake_rtt_us, now) {
+            st.lb_subflows = subflows;
+        }
+    }
     if FLOWS.insert(&key, &*st, 0).is_err() {
         count(|c| c.insert_failures = c.insert_failures.wrapping_add(1));
         warn!(ctx, "xdcc: flow table insert failed (port {})", key.local_port);
+        unolb::stop(&key);
         return;
     }
     count(|c| c.flows_opened = c.flows_opened.wrapping_add(1));
-    let _ = ctx.set_cb_flags(CB_RTO | CB_STATE | CB_RTT);
+    let retrans = if st.lb_subflows != 0 { CB_RETRANS } else { 0 };
+    let _ = ctx.set_cb_flags(CB_RTO | CB_STATE | CB_RTT | retrans);
+}
+
+/// A sprayed connection retransmitted the segment at args[0]: the subflow
+/// that first carried it lost it (`unolb.rs`).
+fn on_retransmit(s: &OpsSnapshot) {
+    let key = s.key();
+    let Some(st) = FLOWS.get_ptr_mut(&key) else {
+        return;
+    };
+    // SAFETY: as in on_round.
+    let st = unsafe { &mut *st };
+    unolb::on_retransmit(&key, st, s.args[0], now_ns());
 }
 
 
@@ -280,6 +308,10 @@ fn on_round(ctx: &SockOpsContext, s: &OpsSnapshot) {
         st.congested_run = plb::next_run(st.congested_run, congested);
         st.lossy_run = plb::next_run(st.lossy_run, lossy);
     }
+    if st.lb_subflows != 0 {
+        // Sprayed: its subflows move on their own losses (`unolb.rs`).
+        return;
+    }
     let reason = if forced(&key) {
         RerouteReason::Forced
     } else if plb::should_move(st.lossy_run, cfg.lossy_rounds) {
@@ -299,6 +331,11 @@ fn on_rto(ctx: &SockOpsContext, s: &OpsSnapshot) {
     };
     // SAFETY: as in on_round.
     let st = unsafe { &mut *st };
+    if st.lb_subflows != 0 {
+        // Sprayed: the retransmission callback re-draws the subflow that
+        // lost the head segment; the path id is not used.
+        return;
+    }
     let cfg = config();
     let force = forced(&key);
     if cfg.reroute_on_rto != 0 || force {
@@ -323,6 +360,9 @@ fn on_state(s: &OpsSnapshot) {
             st.total_retrans = s.total_retrans;
         }
         count(|c| c.flows_closed = c.flows_closed.wrapping_add(1));
+        if st.lb_subflows != 0 {
+            unolb::stop(&key);
+        }
         // The final record goes to the agent now, and the entry leaves the
         // table: under churn an LRU table would evict closed entries before
         // a periodic harvest read them. A full ring buffer keeps the entry

@@ -35,8 +35,18 @@
 
 use xdcc_common::plb;
 
-/// Most subflows a UnoLB flow can have.
+/// Most subflows a UnoLB flow can have (a power of two: see [`slot`]).
 pub const MAX_SUBFLOWS: usize = 16;
+const _: () = assert!(MAX_SUBFLOWS.is_power_of_two());
+
+/// Subflow `i`'s index in the per-subflow arrays, masked so that the BPF
+/// verifier sees it in bounds (the eBPF programs run this code for TCP):
+/// `black_box` keeps LLVM from dropping a mask it can prove redundant,
+/// which the verifier cannot.
+#[inline(always)]
+fn slot(i: usize) -> usize {
+    core::hint::black_box(i) & (MAX_SUBFLOWS - 1)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlbConfig {
@@ -119,6 +129,8 @@ pub struct Moves {
     pub timeout: u32,
     /// UnoLB re-draws on a block NACK.
     pub nack: u32,
+    /// UnoLB re-draws of a subflow that lost a packet (`on_subflow_loss`).
+    pub loss: u32,
     /// Subflow entropies re-drawn (UnoLB) or flow moves (PLB), in all.
     pub entropies: u32,
 }
@@ -158,39 +170,72 @@ impl Balancer {
     /// A flow starting at `now_ns` over a path whose base RTT is
     /// `base_rtt_ns`; its first entropies come from `draw`.
     pub fn new(strategy: Strategy, base_rtt_ns: u64, now_ns: u64, draw: &mut impl FnMut() -> u32) -> Self {
+        let mut b = Self::IDLE;
+        b.start(strategy, base_rtt_ns, now_ns, draw);
+        b
+    }
+
+    /// A balancer before its flow starts (one entropy, 0): a constant a BPF
+    /// map entry is created from, then [`Balancer::start`]ed in place (it is
+    /// larger than the BPF stack).
+    pub const IDLE: Self = Self {
+        strategy: Strategy::Ecmp,
+        base_rtt_ns: 0,
+        entropy: [0; MAX_SUBFLOWS],
+        last_ack_ns: [0; MAX_SUBFLOWS],
+        drawn_ns: [0; MAX_SUBFLOWS],
+        unanswered_since_ns: [None; MAX_SUBFLOWS],
+        srtt_ns: 0,
+        subflows: 1,
+        next: 0,
+        last_redraw_ns: None,
+        round_start_ns: 0,
+        round_acks: 0,
+        round_marked: 0,
+        congested_run: 0,
+        moves: Moves { congestion: 0, timeout: 0, nack: 0, loss: 0, entropies: 0 },
+    };
+
+    /// (Re)starts the balancer in place for a flow starting at `now_ns`, as
+    /// [`Balancer::new`].
+    pub fn start(&mut self, strategy: Strategy, base_rtt_ns: u64, now_ns: u64, draw: &mut impl FnMut() -> u32) {
         let subflows = match strategy {
             Strategy::UnoLb(c) => c.subflows.clamp(1, MAX_SUBFLOWS as u8),
             _ => 1,
         };
         let distinct = matches!(strategy, Strategy::UnoLb(c) if c.unanswered);
-        let mut entropy = [0u16; MAX_SUBFLOWS];
-        for i in 0..subflows as usize {
-            entropy[i] = draw16(draw);
+        // (Field by field: a whole-struct store becomes a memcpy, which BPF
+        // programs cannot call.)
+        self.strategy = strategy;
+        self.base_rtt_ns = base_rtt_ns;
+        self.srtt_ns = 0;
+        self.subflows = subflows;
+        self.next = 0;
+        self.last_redraw_ns = None;
+        self.round_start_ns = now_ns;
+        self.round_acks = 0;
+        self.round_marked = 0;
+        self.congested_run = 0;
+        self.moves = Moves::default();
+        for i in 0..MAX_SUBFLOWS {
+            self.entropy[i] = 0;
+            self.last_ack_ns[i] = now_ns;
+            self.drawn_ns[i] = now_ns;
+            self.unanswered_since_ns[i] = None;
+        }
+        for i in 0..MAX_SUBFLOWS {
+            if i >= subflows as usize {
+                break;
+            }
+            self.entropy[i] = draw16(draw);
             // (`unanswered`: distinct entropies, a few draws at most; the
             // artifact's draws stay as they were.)
             for _ in 0..4 {
-                if !distinct || !entropy[..i].contains(&entropy[i]) {
+                if !distinct || !self.entropy[..i].contains(&self.entropy[i]) {
                     break;
                 }
-                entropy[i] = draw16(draw);
+                self.entropy[i] = draw16(draw);
             }
-        }
-        Self {
-            strategy,
-            base_rtt_ns,
-            entropy,
-            last_ack_ns: [now_ns; MAX_SUBFLOWS],
-            drawn_ns: [now_ns; MAX_SUBFLOWS],
-            unanswered_since_ns: [None; MAX_SUBFLOWS],
-            srtt_ns: 0,
-            subflows,
-            next: 0,
-            last_redraw_ns: None,
-            round_start_ns: now_ns,
-            round_acks: 0,
-            round_marked: 0,
-            congested_run: 0,
-            moves: Moves::default(),
         }
     }
 
@@ -207,28 +252,41 @@ impl Balancer {
 
     /// The entropies in use (one per subflow).
     pub fn entropies(&self) -> &[u16] {
-        &self.entropy[..self.subflows as usize]
+        &self.entropy[..self.len()]
+    }
+
+    /// Subflows in use, within the arrays by construction (code without
+    /// panic paths: the eBPF programs run this file).
+    fn len(&self) -> usize {
+        (self.subflows as usize).min(MAX_SUBFLOWS)
     }
 
     /// The entropy of the next packet sent at `now_ns`.
     pub fn next_entropy(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) -> u16 {
+        self.next_subflow(now_ns, draw).1
+    }
+
+    /// The subflow (0 unless UnoLB) and entropy of the next packet sent at
+    /// `now_ns`.
+    pub fn next_subflow(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) -> (u8, u16) {
         match self.strategy {
-            Strategy::Ecmp | Strategy::Plb(_) => self.entropy[0],
-            Strategy::Spray => draw16(draw),
+            Strategy::Ecmp | Strategy::Plb(_) => (0, self.entropy[0]),
+            Strategy::Spray => (0, draw16(draw)),
             Strategy::UnoLb(c) => {
-                let n = self.subflows;
-                let mut i = self.next % n;
+                let n = self.len().max(1);
+                let mut i = self.next as usize % n;
                 if c.prefer_recent {
                     // The first subflow from `next` on that is not silent;
                     // all silent: plain round robin.
-                    let silent = |j: u8| now_ns.saturating_sub(self.last_ack_ns[j as usize]) > self.base_rtt_ns / 2;
+                    let silent = |j: usize| now_ns.saturating_sub(self.last_ack_ns[slot(j)]) > self.base_rtt_ns / 2;
                     if let Some(j) = (0..n).map(|k| (i + k) % n).find(|&j| !silent(j)) {
                         i = j;
                     }
                 }
-                self.next = (i + 1) % n;
-                self.unanswered_since_ns[i as usize].get_or_insert(now_ns);
-                self.entropy[i as usize]
+                let i = slot(i);
+                self.next = ((i + 1) % n) as u8;
+                self.unanswered_since_ns[i].get_or_insert(now_ns);
+                (i as u8, self.entropy[i])
             }
         }
     }
@@ -279,6 +337,31 @@ impl Balancer {
         }
     }
 
+    /// The sender found a packet lost that it had sent on `subflow` with
+    /// `entropy` (TCP: a retransmission by SACK/RACK loss detection, a tail
+    /// loss probe or an RTO). UnoLB re-draws the subflow if the packet went
+    /// on its current entropy and that was drawn a base RTT ago or more: a
+    /// path that lost a packet is left at once, as the paper's sender does
+    /// on a NACK or timeout, and the losses of packets sent before a re-draw
+    /// (still in flight on the old path) do not move the subflow again.
+    /// Whether it changed.
+    pub fn on_subflow_loss(&mut self, subflow: u8, entropy: u16, now_ns: u64, draw: &mut impl FnMut() -> u32) -> bool {
+        let Strategy::UnoLb(c) = self.strategy else {
+            return false;
+        };
+        let i = subflow as usize;
+        if i >= self.len() {
+            return false;
+        }
+        let i = slot(i);
+        if self.entropy[i] != entropy || now_ns.saturating_sub(self.drawn_ns[i]) < self.base_rtt_ns {
+            return false;
+        }
+        self.redraw(i, c, now_ns, draw);
+        self.moves.loss = self.moves.loss.saturating_add(1);
+        true
+    }
+
     /// The receiver reported an incomplete block (UnoRC's NACK) at `now_ns`.
     pub fn on_nack(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) {
         let acted = match self.strategy {
@@ -308,7 +391,7 @@ impl Balancer {
     /// unanswered for one). Whether any changed.
     fn redraw_silent(&mut self, now_ns: u64, c: UnoLbConfig, draw: &mut impl FnMut() -> u32) -> bool {
         let mut any = false;
-        for i in 0..self.subflows as usize {
+        for i in 0..self.len() {
             let settled = now_ns.saturating_sub(self.drawn_ns[i]) >= self.base_rtt_ns;
             let silent = if c.unanswered {
                 let wait = self.base_rtt_ns.max(self.srtt_ns.saturating_mul(9) / 8);
@@ -317,24 +400,30 @@ impl Balancer {
                 now_ns.saturating_sub(self.last_ack_ns[i]) > self.base_rtt_ns / 2
             };
             if settled && silent {
-                self.entropy[i] = self.fresh(self.entropy[i], draw);
-                if c.unanswered {
-                    // Not one another subflow holds (it would share its path
-                    // and its ACKs would credit the other).
-                    for _ in 0..4 {
-                        if !self.entropies().iter().enumerate().any(|(j, &e)| j != i && e == self.entropy[i]) {
-                            break;
-                        }
-                        self.entropy[i] = self.fresh(self.entropy[i], draw);
-                    }
-                }
-                self.drawn_ns[i] = now_ns;
-                self.unanswered_since_ns[i] = None;
-                self.moves.entropies = self.moves.entropies.saturating_add(1);
+                self.redraw(i, c, now_ns, draw);
                 any = true;
             }
         }
         any
+    }
+
+    /// A new entropy for subflow `i` (< MAX_SUBFLOWS).
+    fn redraw(&mut self, i: usize, c: UnoLbConfig, now_ns: u64, draw: &mut impl FnMut() -> u32) {
+        let i = slot(i);
+        self.entropy[i] = self.fresh(self.entropy[i], draw);
+        if c.unanswered {
+            // Not one another subflow holds (it would share its path and its
+            // ACKs would credit the other).
+            for _ in 0..4 {
+                if !self.entropies().iter().enumerate().any(|(j, &e)| j != i && e == self.entropy[i]) {
+                    break;
+                }
+                self.entropy[i] = self.fresh(self.entropy[i], draw);
+            }
+        }
+        self.drawn_ns[i] = now_ns;
+        self.unanswered_since_ns[i] = None;
+        self.moves.entropies = self.moves.entropies.saturating_add(1);
     }
 
     /// A random entropy other than `old`.
@@ -444,6 +533,44 @@ mod tests {
         let before = b.entropies().to_vec();
         b.on_nack(4 * RTT, &mut d);
         assert_eq!(b.entropies(), &before[..]);
+    }
+
+    #[test]
+    fn unolb_leaves_a_subflow_that_lost_a_packet_on_its_current_path() {
+        let mut d = counter();
+        let mut b = Balancer::new(Strategy::UnoLb(UnoLbConfig::default()), RTT, 0, &mut d);
+        let before = b.entropies().to_vec();
+        assert_eq!(b.next_subflow(1, &mut d), (0, before[0]));
+        assert_eq!(b.next_subflow(2, &mut d), (1, before[1]));
+        assert!(!b.on_subflow_loss(1, before[1], RTT - 1, &mut d), "drawn less than a base RTT ago");
+        assert!(b.on_subflow_loss(1, before[1], RTT, &mut d));
+        let after = b.entropies().to_vec();
+        assert_ne!(after[1], before[1]);
+        assert_eq!(after.iter().zip(&before).filter(|(a, b)| a != b).count(), 1, "only the subflow that lost");
+        // A packet sent on the old entropy is lost later: the subflow has
+        // already left that path.
+        assert!(!b.on_subflow_loss(1, before[1], 5 * RTT, &mut d));
+        assert!(!b.on_subflow_loss(1, after[1], 2 * RTT - 1, &mut d), "at most once per base RTT");
+        assert!(b.on_subflow_loss(1, after[1], 2 * RTT, &mut d));
+        assert!(!b.on_subflow_loss(10, 0, 3 * RTT, &mut d), "no such subflow");
+        assert_eq!((b.moves.loss, b.moves.entropies), (2, 2));
+        // Other strategies have no subflows to leave.
+        let mut p = Balancer::new(Strategy::Plb(PlbConfig::default()), RTT, 0, &mut d);
+        let e = p.entropies()[0];
+        assert!(!p.on_subflow_loss(0, e, 5 * RTT, &mut d));
+    }
+
+    #[test]
+    fn start_in_place_is_new() {
+        let mut d1 = counter();
+        let mut d2 = counter();
+        let cfg = Strategy::UnoLb(UnoLbConfig { subflows: 6, unanswered: true, ..UnoLbConfig::default() });
+        let a = Balancer::new(cfg, RTT, 7, &mut d1);
+        let mut b = Balancer::IDLE;
+        b.next_subflow(0, &mut d2);
+        b.start(cfg, RTT, 7, &mut d2);
+        assert_eq!(a.entropies(), b.entropies());
+        assert_eq!(std::format!("{a:?}"), std::format!("{b:?}"));
     }
 
     #[test]

@@ -79,13 +79,34 @@ pub struct AgentConfig {
 }
 
 /// One `[[policy]]` entry: connections of the tracked cgroup to or from a
-/// peer in `prefix` run `cc` (the longest matching prefix wins).
+/// peer in `prefix` run `cc` (the longest matching prefix wins), over one
+/// path each (`lb = "ecmp"`, the rerouter's path id) or sprayed over
+/// `subflows` flow-label entropies under one window (`lb = "unolb"`, IPv6).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyEntry {
     pub prefix: String,
     pub cc: String,
+    #[serde(default)]
+    pub lb: PolicyLb,
+    /// UnoLB's subflows (default 10, as in the Uno paper).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subflows: Option<u8>,
 }
+
+/// How a `[[policy]]` entry's connections use the network's paths.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyLb {
+    /// One path per connection (its IPv6 flow label is the rerouter's path id).
+    #[default]
+    Ecmp,
+    /// Uno's load balancer: each packet on the next of `subflows` entropies.
+    Unolb,
+}
+
+/// UnoLB's subflows when the entry does not say (the Uno paper's 10).
+pub const DEFAULT_SUBFLOWS: u8 = 10;
 
 impl PolicyEntry {
     /// The LPM trie key: prefix length and the address as 16 bytes (IPv4
@@ -112,7 +133,24 @@ impl PolicyEntry {
         cc[..self.cc.len()].copy_from_slice(self.cc.as_bytes());
         let algo = self.cc.strip_prefix("bpf_").unwrap_or(&self.cc);
         let needs_ecn = xdcc_algo::CCS.iter().any(|c| c.name == algo && c.needs_ecn) || algo == "dctcp";
-        xdcc_common::CcPolicy { index, needs_ecn: needs_ecn as u32, cc }
+        let lb_subflows = match self.lb {
+            PolicyLb::Ecmp => 0,
+            PolicyLb::Unolb => self.subflows.unwrap_or(DEFAULT_SUBFLOWS) as u32,
+        };
+        xdcc_common::CcPolicy { index, needs_ecn: needs_ecn as u32, cc, lb_subflows }
+    }
+
+    /// Why the entry's load balancing cannot be done, if it cannot.
+    fn check_lb(&self) -> Result<(), String> {
+        let max = xdcc_multipath::lb::MAX_SUBFLOWS;
+        match (self.lb, self.subflows) {
+            (PolicyLb::Ecmp, Some(_)) => Err("subflows is UnoLB's: set lb = \"unolb\" too".into()),
+            (PolicyLb::Unolb, Some(n)) if n == 0 || n as usize > max => Err(format!("subflows = {n} is out of range (1..={max})")),
+            (PolicyLb::Unolb, _) if self.prefix.split('/').next().is_some_and(|a| a.parse::<std::net::Ipv4Addr>().is_ok()) => {
+                Err(format!("lb = \"unolb\" needs an IPv6 prefix (`{}` is IPv4: its packets have no flow label to spray on)", self.prefix))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -328,6 +366,7 @@ impl AgentConfig {
             if p.cc.is_empty() || p.cc.len() > 15 || !p.cc.bytes().all(|b| b.is_ascii_graphic()) {
                 return Err(format!("{line}: [[policy]] #{}: cc = \"{}\" is not a congestion control name", i + 1, p.cc));
             }
+            p.check_lb().map_err(|e| format!("{line}: [[policy]] #{}: {e}", i + 1))?;
             if xdcc_common::MAX_POLICIES as usize <= i {
                 return Err(format!("{line}: at most {} [[policy]] entries", xdcc_common::MAX_POLICIES));
             }
@@ -432,6 +471,10 @@ mod tests {
             ("[[policy]]\nprefix = \"fd00::/64\"\ncc = \"a-name-longer-than-15\"\n", "1: ", "not a congestion control"),
             ("[[policy]]\nprefix = \"fd00::/64\"\ncc = \"cubic\"\n[[policy]]\nprefix = \"fd00::/64\"\ncc = \"bbr\"\n", "4: ", "already entry #1"),
             ("[[policy]]\nprefix = \"10.0.0.0/8\"\ncc = \"cubic\"\nports = [80]\n", "4: ", "ports"),
+            ("[[policy]]\nprefix = \"10.0.0.0/8\"\ncc = \"cubic\"\nlb = \"unolb\"\n", "1: ", "needs an IPv6 prefix"),
+            ("[[policy]]\nprefix = \"fd00::/8\"\ncc = \"cubic\"\nlb = \"unolb\"\nsubflows = 17\n", "1: ", "subflows = 17 is out of range (1..=16)"),
+            ("[[policy]]\nprefix = \"fd00::/8\"\ncc = \"cubic\"\nsubflows = 4\n", "1: ", "set lb = \"unolb\""),
+            ("[[policy]]\nprefix = \"fd00::/8\"\ncc = \"cubic\"\nlb = \"spray\"\n", "4: ", "unknown variant"),
             ("metrics = \"127.0.0.1:9100\"\nmax_closed_flows = 0\n", "2: ", "max_closed_flows = 0 is out of range (1..=1000000)"),
             ("\nmax_closed_flows = 1000001\n", "2: ", "max_closed_flows = 1000001 is out of range"),
             ("max_open_flows = 100\n", "1: ", "max_open_flows = 100 is out of range (1024..=1048576)"),
@@ -449,7 +492,7 @@ mod tests {
 
     #[test]
     fn policy_prefixes_become_lpm_keys() {
-        let e = |p: &str, cc: &str| PolicyEntry { prefix: p.into(), cc: cc.into() };
+        let e = |p: &str, cc: &str| PolicyEntry { prefix: p.into(), cc: cc.into(), lb: PolicyLb::Ecmp, subflows: None };
         let (len, b) = e("10.1.0.0/16", "bpf_uno").key().unwrap();
         assert_eq!(len, 96 + 16);
         assert_eq!(&b[10..14], &[0xff, 0xff, 10, 1]);
@@ -459,6 +502,10 @@ mod tests {
         assert_eq!((v.index, v.needs_ecn, &v.cc[..8]), (3, 1, &b"bpf_uno\0"[..]));
         assert_eq!(e("::/0", "cubic").value(1).needs_ecn, 0);
         assert_eq!(e("::/0", "dctcp").value(1).needs_ecn, 1);
+        assert_eq!(e("::/0", "cubic").value(1).lb_subflows, 0);
+        let sprayed = |n| PolicyEntry { lb: PolicyLb::Unolb, subflows: n, ..e("fd00::/8", "bpf_uno") };
+        assert_eq!(sprayed(None).value(1).lb_subflows, 10);
+        assert_eq!(sprayed(Some(4)).value(1).lb_subflows, 4);
         // The file's entries, numbered from 1 in its order; a bad prefix is named by its number.
         let mut cfg = AgentConfig { policy: vec![e("10.1.0.0/16", "bpf_uno"), e("::/0", "cubic")], ..Default::default() };
         let got = cfg.policy_entries().unwrap();

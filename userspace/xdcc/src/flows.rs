@@ -92,6 +92,12 @@ pub struct FlowView {
     pub flow_label: Option<u32>,
     pub reroutes: u32,
     pub last_reroute: String,
+    /// UnoLB: the subflows the flow is sprayed over (None: one path), and
+    /// those re-drawn after losing a packet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subflows: Option<u32>,
+    #[serde(default)]
+    pub subflow_redraws: u32,
     /// The agent's `[[policy]]` entry (1-based) that chose this flow's CC.
     #[serde(default)]
     pub policy: Option<u32>,
@@ -193,6 +199,8 @@ pub fn from_ebpf(key: &FlowKey, st: &FlowStats, sock: Option<&TcpSocket>, now_ns
         flow_label: (key.family == 6).then(|| path_label(st.path_id, salt)),
         reroutes: st.reroutes,
         last_reroute: RerouteReason::from_u32(st.last_reason).name().into(),
+        subflows: (st.lb_subflows != 0).then_some(st.lb_subflows),
+        subflow_redraws: st.lb_redraws,
         policy: (st.policy != 0).then_some(st.policy),
         cc_state: None,
     };
@@ -256,6 +264,8 @@ pub fn from_socket(s: &TcpSocket) -> FlowView {
         path_id: None,
         flow_label: None,
         reroutes: 0,
+        subflows: None,
+        subflow_redraws: 0,
         policy: None,
         cc_state: s.cc_state.clone(),
     }
