@@ -45,10 +45,12 @@ const OP_RTO: u32 = 8;
 const OP_RETRANS: u32 = 9;
 const OP_STATE: u32 = 10;
 const OP_RTT: u32 = 12;
+const OP_PARSE_HDR_OPT: u32 = 13;
 const CB_RTO: i32 = 1 << 0;
 const CB_RETRANS: i32 = 1 << 1;
 const CB_STATE: i32 = 1 << 2;
 const CB_RTT: i32 = 1 << 3;
+const CB_PARSE_ALL_HDR_OPT: i32 = 1 << 4;
 const TCP_CLOSE: u32 = 7;
 
 /// The fields of `bpf_sock_ops` used here, read once in straight-line code:
@@ -70,6 +72,7 @@ struct OpsSnapshot {
     rtt_min: u32,
     mss_cache: u32,
     total_retrans: u32,
+    snd_una: u32,
     bytes_received: u64,
     bytes_acked: u64,
 }
@@ -97,6 +100,7 @@ impl OpsSnapshot {
                 rtt_min: o.rtt_min,
                 mss_cache: o.mss_cache,
                 total_retrans: o.total_retrans,
+                snd_una: o.snd_una,
                 bytes_received: o.bytes_received,
                 bytes_acked: o.bytes_acked,
             }
@@ -158,6 +162,7 @@ pub fn xdcc_sockops(ctx: SockOpsContext) -> u32 {
         OP_RTT => on_round(&ctx, &s),
         OP_RTO => on_rto(&ctx, &s),
         OP_RETRANS => on_retransmit(&s),
+        OP_PARSE_HDR_OPT => on_ack(&ctx, &s),
         OP_STATE => on_state(&s),
         _ => {}
     }
@@ -230,8 +235,10 @@ fn on_established(ctx: &SockOpsContext, s: &OpsSnapshot) {
         return;
     }
     count(|c| c.flows_opened = c.flows_opened.wrapping_add(1));
-    let retrans = if st.lb_subflows != 0 { CB_RETRANS } else { 0 };
-    let _ = ctx.set_cb_flags(CB_RTO | CB_STATE | CB_RTT | retrans);
+    // Sprayed: every retransmission, and every ACK's header (which
+    // subflows deliver).
+    let sprayed = if st.lb_subflows != 0 { CB_RETRANS | CB_PARSE_ALL_HDR_OPT } else { 0 };
+    let _ = ctx.set_cb_flags(CB_RTO | CB_STATE | CB_RTT | sprayed);
 }
 
 /// A sprayed connection retransmitted the segment at args[0]: the subflow
@@ -244,6 +251,12 @@ fn on_retransmit(s: &OpsSnapshot) {
     // SAFETY: as in on_round.
     let st = unsafe { &mut *st };
     unolb::on_retransmit(&key, st, s.args[0], now_ns());
+}
+
+/// A sprayed connection received a segment (an ACK): which subflows its
+/// cumulative ACK and SACK blocks answer (`unolb.rs`).
+fn on_ack(ctx: &SockOpsContext, s: &OpsSnapshot) {
+    unolb::on_ack(ctx.ops, &s.key(), s.snd_una, s.srtt_us >> 3, now_ns());
 }
 
 

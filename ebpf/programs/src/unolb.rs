@@ -9,7 +9,7 @@
 //! kernel's retransmission callback — SACK/RACK loss detection, tail loss
 //! probes and RTOs alike.
 
-use aya_ebpf::{macros::map, maps::LruHashMap};
+use aya_ebpf::{bindings::bpf_sock_ops, helpers::bpf_load_hdr_opt, macros::map, maps::LruHashMap};
 use xdcc_common::{FlowKey, FlowStats};
 use xdcc_multipath::{Balancer, SentRing, Strategy, UnoLbConfig};
 
@@ -48,7 +48,9 @@ pub(crate) fn start(key: &FlowKey, subflows: u32, base_rtt_us: u32, now: u64) ->
         return false;
     };
     let base_rtt_ns = if base_rtt_us == 0 { DEFAULT_BASE_RTT_NS } else { (base_rtt_us as u64).wrapping_mul(1000) };
-    let cfg = UnoLbConfig { subflows: subflows.min(xdcc_multipath::lb::MAX_SUBFLOWS as u32) as u8, prefer_recent: false, unanswered: false };
+    // `unanswered`: a loss re-draws only a subflow that stopped delivering
+    // (a spurious retransmission of a reordered packet does not).
+    let cfg = UnoLbConfig { subflows: subflows.min(xdcc_multipath::lb::MAX_SUBFLOWS as u32) as u8, prefer_recent: false, unanswered: true };
     // SAFETY: live map value; the connection's callbacks run under its
     // socket lock, and its egress path too (transmits hold the socket).
     unsafe { (*lb).balancer.start(Strategy::UnoLb(cfg), base_rtt_ns, now, &mut || random()) };
@@ -79,6 +81,44 @@ pub(crate) fn on_retransmit(key: &FlowKey, st: &mut FlowStats, seq: u32, now: u6
     if let Some(lost) = lb.sent.carrier(seq, 1) {
         if lb.balancer.on_subflow_loss(lost.subflow, lost.entropy, now, &mut || random()) {
             st.lb_redraws = st.lb_redraws.wrapping_add(1);
+        }
+    }
+}
+
+/// TCP's SACK option: kind 5, length, up to 4 blocks of (start, end).
+const TCPOPT_SACK: u8 = 5;
+const SACK_OPT_MAX: usize = 2 + 4 * 8;
+
+/// An ACK arrived (sock_ops' header callback, `ops` its context): the
+/// subflows that carried the last byte it acknowledges cumulatively and the
+/// last byte of each SACK block answer; `srtt_us`, the connection's.
+pub(crate) fn on_ack(ops: *mut bpf_sock_ops, key: &FlowKey, snd_una: u32, srtt_us: u32, now: u64) {
+    let Some(lb) = TCP_LB.get_ptr_mut(key) else {
+        return;
+    };
+    // SAFETY: as in `start`.
+    let lb = unsafe { &mut *lb };
+    lb.balancer.observe_rtt((srtt_us as u64).wrapping_mul(1000));
+    if let Some(t) = lb.sent.carrier(snd_una.wrapping_sub(1), 0) {
+        lb.balancer.on_subflow_ack(t.subflow, t.entropy, now);
+    }
+    let mut opt = [0u8; SACK_OPT_MAX];
+    opt[0] = TCPOPT_SACK;
+    // SAFETY: the helper searches the received header for option kind
+    // opt[0] and copies it (kind, length, data) into the 34-byte buffer.
+    let len = unsafe { bpf_load_hdr_opt(ops, opt.as_mut_ptr() as *mut _, SACK_OPT_MAX as u32, 0) };
+    if len < 10 {
+        return;
+    }
+    let blocks = ((len as usize - 2) / 8).min(4);
+    for b in 0..4 {
+        if b >= blocks {
+            break;
+        }
+        let o = 2 + 8 * b + 4;
+        let end = u32::from_be_bytes([opt[o], opt[o + 1], opt[o + 2], opt[o + 3]]);
+        if let Some(t) = lb.sent.carrier(end.wrapping_sub(1), 0) {
+            lb.balancer.on_subflow_ack(t.subflow, t.entropy, now);
         }
     }
 }

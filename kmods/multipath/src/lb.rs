@@ -357,9 +357,38 @@ impl Balancer {
         if self.entropy[i] != entropy || now_ns.saturating_sub(self.drawn_ns[i]) < self.base_rtt_ns {
             return false;
         }
+        // `unanswered`: only a subflow that stopped delivering (a loss
+        // while its packets keep arriving is reordering or one drop).
+        if c.unanswered && !self.silent(i, now_ns) {
+            return false;
+        }
         self.redraw(i, c, now_ns, draw);
         self.moves.loss = self.moves.loss.saturating_add(1);
         true
+    }
+
+    /// A packet sent on `subflow` with `entropy` was delivered (TCP: the
+    /// cumulative ACK or a SACK block ended in its bytes): the subflow
+    /// answers, if that is still its entropy.
+    pub fn on_subflow_ack(&mut self, subflow: u8, entropy: u16, now_ns: u64) {
+        let i = subflow as usize;
+        if i >= self.len() {
+            return;
+        }
+        let i = slot(i);
+        if self.entropy[i] == entropy {
+            self.last_ack_ns[i] = now_ns;
+            self.unanswered_since_ns[i] = None;
+        }
+    }
+
+    /// `unanswered`: a packet sent on subflow `i` has waited for an answer
+    /// longer than a base RTT and 9/8 of the smoothed RTT.
+    fn silent(&self, i: usize, now_ns: u64) -> bool {
+        // (min + wrapping_mul: the same as saturating, without the 128-bit
+        // multiply BPF lacks)
+        let wait = self.base_rtt_ns.max(self.srtt_ns.min(u64::MAX / 9).wrapping_mul(9) / 8);
+        self.unanswered_since_ns[slot(i)].is_some_and(|t| now_ns.saturating_sub(t) >= wait)
     }
 
     /// The receiver reported an incomplete block (UnoRC's NACK) at `now_ns`.
@@ -394,8 +423,7 @@ impl Balancer {
         for i in 0..self.len() {
             let settled = now_ns.saturating_sub(self.drawn_ns[i]) >= self.base_rtt_ns;
             let silent = if c.unanswered {
-                let wait = self.base_rtt_ns.max(self.srtt_ns.saturating_mul(9) / 8);
-                self.unanswered_since_ns[i].is_some_and(|t| now_ns.saturating_sub(t) >= wait)
+                self.silent(i, now_ns)
             } else {
                 now_ns.saturating_sub(self.last_ack_ns[i]) > self.base_rtt_ns / 2
             };
@@ -558,6 +586,30 @@ mod tests {
         let mut p = Balancer::new(Strategy::Plb(PlbConfig::default()), RTT, 0, &mut d);
         let e = p.entropies()[0];
         assert!(!p.on_subflow_loss(0, e, 5 * RTT, &mut d));
+    }
+
+    #[test]
+    fn unolb_unanswered_leaves_only_a_subflow_that_stopped_delivering() {
+        let mut d = counter();
+        let cfg = UnoLbConfig { subflows: 2, unanswered: true, ..UnoLbConfig::default() };
+        let mut b = Balancer::new(Strategy::UnoLb(cfg), RTT, 0, &mut d);
+        b.observe_rtt(2 * RTT);
+        let e = b.entropies().to_vec();
+        // Both send at RTT; subflow 0's packets keep arriving, 1's do not.
+        b.next_subflow(RTT, &mut d);
+        b.next_subflow(RTT, &mut d);
+        b.on_subflow_ack(0, e[0], 3 * RTT);
+        b.next_subflow(3 * RTT, &mut d);
+        // A loss on each at 4 RTT: subflow 0 answered a base RTT ago (and
+        // sent since): reordering; subflow 1 silent for 3 RTT > 9/8 · 2 RTT.
+        assert!(!b.on_subflow_loss(0, e[0], 4 * RTT, &mut d));
+        assert!(b.on_subflow_loss(1, e[1], 4 * RTT, &mut d));
+        // An answer on an old entropy does not count.
+        let mut b = Balancer::new(Strategy::UnoLb(cfg), RTT, 0, &mut d);
+        let e0 = b.entropies()[0];
+        b.next_subflow(RTT, &mut d);
+        b.on_subflow_ack(0, e0.wrapping_add(1), 2 * RTT);
+        assert!(b.on_subflow_loss(0, e0, 4 * RTT, &mut d));
     }
 
     #[test]
