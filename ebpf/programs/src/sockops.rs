@@ -59,7 +59,7 @@ const TCP_CLOSE: u32 = 7;
 struct OpsSnapshot {
     op: u32,
     family: u32,
-    args: [u32; 2],
+    args: [u32; 3],
     local_ip4: u32,
     remote_ip4: u32,
     local_ip6: [u32; 4],
@@ -87,7 +87,7 @@ impl OpsSnapshot {
             OpsSnapshot {
                 op: o.op,
                 family: o.family,
-                args: [o.__bindgen_anon_1.args[0], o.__bindgen_anon_1.args[1]],
+                args: [o.__bindgen_anon_1.args[0], o.__bindgen_anon_1.args[1], o.__bindgen_anon_1.args[2]],
                 local_ip4: o.local_ip4,
                 remote_ip4: o.remote_ip4,
                 local_ip6: o.local_ip6,
@@ -241,9 +241,14 @@ fn on_established(ctx: &SockOpsContext, s: &OpsSnapshot) {
     let _ = ctx.set_cb_flags(CB_RTO | CB_STATE | CB_RTT | sprayed);
 }
 
-/// A sprayed connection retransmitted the segment at args[0]: the subflow
-/// that first carried it lost it (`unolb.rs`).
+/// A sprayed connection retransmitted the segment at args[0]: the
+/// transmission before it lost it (`unolb.rs`). Not when the send failed
+/// (args[2] != 0): the egress program may not have seen the copy, and the
+/// ring's "transmission before" would then be the wrong one.
 fn on_retransmit(s: &OpsSnapshot) {
+    if s.args[2] != 0 {
+        return;
+    }
     let key = s.key();
     let Some(st) = FLOWS.get_ptr_mut(&key) else {
         return;
