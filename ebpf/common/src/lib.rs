@@ -484,8 +484,9 @@ mod tests {
         assert_eq!(size_of::<PathHealth>(), 16 * PATHS as usize + 8);
         assert_eq!(size_of::<FlowStats>() % 8, 0);
         // sum of field sizes == struct size (no implicit padding)
-        let fields = 8 * 2 + 16 + 8 * 8 + 8 * 2 + 4 * 8 + 8 * 2 + 4 * 4 + 8 + 4 * 4 + 4 * RTT_BUCKETS;
+        let fields = 8 * 2 + 16 + 8 * 8 + 8 * 2 + 4 * 8 + 8 * 2 + 4 * 4 + 8 + 4 * 6 + 4 * RTT_BUCKETS;
         assert_eq!(size_of::<FlowStats>(), fields);
+        assert_eq!(size_of::<CcPolicy>(), 4 + 4 + 16 + 4);
     }
 
     #[test]
