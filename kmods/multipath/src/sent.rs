@@ -72,24 +72,6 @@ impl SentRing {
         None
     }
 
-    /// The transmission that carried byte `seq` if it is the only one
-    /// recorded: an ACK of bytes sent twice does not say which copy arrived
-    /// (Karn's rule), so it answers for neither.
-    pub fn sole_carrier(&self, seq: u32) -> Option<Sent> {
-        let n = (self.len as usize).min(SENT_RING);
-        let newest = (self.len as usize).wrapping_sub(1);
-        let mut found = None;
-        for k in 0..n {
-            let t = self.sent[newest.wrapping_sub(k) % SENT_RING];
-            if !before(seq, t.start) && before(seq, t.end) {
-                if found.is_some() {
-                    return None;
-                }
-                found = Some(t);
-            }
-        }
-        found
-    }
 }
 
 #[cfg(test)]
@@ -127,11 +109,6 @@ mod tests {
         r.record(0, 50, 8, 88); // the retransmission was lost too
         assert_eq!(sub(&r, 10, 1), Some((7, 77)));
         assert_eq!(sub(&r, 150, 0), Some((2, 22)));
-        // An ACK of byte 10 is ambiguous (sent three times); of 60, 150 not.
-        assert_eq!(r.sole_carrier(10), None);
-        assert_eq!(r.sole_carrier(60).map(|t| t.subflow), Some(1));
-        assert_eq!(r.sole_carrier(150).map(|t| t.subflow), Some(2));
-        assert_eq!(r.sole_carrier(200), None);
     }
 
     #[test]
