@@ -26,7 +26,16 @@
 //!   one packet, every subflow it was not sent on has "no ACK for half a base
 //!   RTT", and the artifact's rule re-draws the live subflows with the dead
 //!   ones (on the host, two paths, one dead: a transfer stalled for over
-//!   60 s; testbed/notes/2026-11-29-unolb-transport.md).
+//!   60 s; testbed/notes/2026-11-29-unolb-transport.md). With
+//!   `unanswered` a re-draw is also undone when a late ACK proves the
+//!   silence was delay: an ACK of a packet sent on the subflow's previous
+//!   entropy, among those that went unanswered before the re-draw, puts
+//!   that entropy back (an undo, as Linux undoes a window reduction that a
+//!   DSACK or timestamp proves spurious). Without it, on two healthy paths
+//!   of unequal queues, spurious timeouts re-draw the slower path's
+//!   subflows until all sit on the faster one, where nothing reorders and
+//!   nothing re-draws them back (the host's CI, 2026-11-29: 96 kB against
+//!   32 MB; testbed/notes/2026-11-29-unolb-tcp.md).
 //!
 //! Rounds (for PLB) follow the usual rule: a round ends when a packet sent
 //! after the round began is acknowledged; what a round says (its ECN share,
@@ -131,6 +140,9 @@ pub struct Moves {
     pub nack: u32,
     /// UnoLB re-draws of a subflow that lost a packet (`on_subflow_loss`).
     pub loss: u32,
+    /// UnoLB re-draws undone: a late ACK showed the old entropy delivered
+    /// a packet that had made the subflow look silent (`unanswered`).
+    pub undone: u32,
     /// Subflow entropies re-drawn (UnoLB) or flow moves (PLB), in all.
     pub entropies: u32,
 }
@@ -148,6 +160,11 @@ pub struct Balancer {
     drawn_ns: [u64; MAX_SUBFLOWS],
     /// Per subflow, the first send since its last ACK (UnoLB).
     unanswered_since_ns: [Option<u64>; MAX_SUBFLOWS],
+    /// Per subflow re-drawn while silent (`unanswered`): the entropy it
+    /// left and when its unanswered packets began; an ACK of a packet sent
+    /// on that entropy from then until the re-draw undoes it.
+    undo_entropy: [Option<u16>; MAX_SUBFLOWS],
+    undo_since_ns: [u64; MAX_SUBFLOWS],
     /// The sender's smoothed RTT (0: none told; `unanswered` only).
     srtt_ns: u64,
     subflows: u8,
@@ -185,6 +202,8 @@ impl Balancer {
         last_ack_ns: [0; MAX_SUBFLOWS],
         drawn_ns: [0; MAX_SUBFLOWS],
         unanswered_since_ns: [None; MAX_SUBFLOWS],
+        undo_entropy: [None; MAX_SUBFLOWS],
+        undo_since_ns: [0; MAX_SUBFLOWS],
         srtt_ns: 0,
         subflows: 1,
         next: 0,
@@ -193,7 +212,7 @@ impl Balancer {
         round_acks: 0,
         round_marked: 0,
         congested_run: 0,
-        moves: Moves { congestion: 0, timeout: 0, nack: 0, loss: 0, entropies: 0 },
+        moves: Moves { congestion: 0, timeout: 0, nack: 0, loss: 0, undone: 0, entropies: 0 },
     };
 
     /// (Re)starts the balancer in place for a flow starting at `now_ns`, as
@@ -222,6 +241,8 @@ impl Balancer {
             self.last_ack_ns[i] = now_ns;
             self.drawn_ns[i] = now_ns;
             self.unanswered_since_ns[i] = None;
+            self.undo_entropy[i] = None;
+            self.undo_since_ns[i] = 0;
         }
         for i in 0..MAX_SUBFLOWS {
             if i >= subflows as usize {
@@ -295,10 +316,12 @@ impl Balancer {
     /// `now_ns`; `marked`: its ACK carried ECN.
     pub fn on_ack(&mut self, now_ns: u64, sent_ns: u64, entropy: u16, marked: bool, draw: &mut impl FnMut() -> u32) {
         match self.strategy {
-            Strategy::UnoLb(_) => {
+            Strategy::UnoLb(c) => {
                 if let Some(i) = self.entropies().iter().position(|&e| e == entropy) {
                     self.last_ack_ns[i] = now_ns;
                     self.unanswered_since_ns[i] = None;
+                } else if c.unanswered {
+                    self.undo_redraw(now_ns, sent_ns, entropy);
                 }
             }
             Strategy::Plb(c) => {
@@ -435,9 +458,31 @@ impl Balancer {
         any
     }
 
+    /// A late ACK at `now_ns` of a packet sent at `sent_ns` on `entropy`,
+    /// which no subflow holds now: if a subflow left that entropy while the
+    /// packet was among its unanswered ones, the path only delayed it and
+    /// the subflow goes back to it (`unanswered`; module doc).
+    fn undo_redraw(&mut self, now_ns: u64, sent_ns: u64, entropy: u16) {
+        for i in 0..self.len() {
+            let i = slot(i);
+            if self.undo_entropy[i] == Some(entropy) && sent_ns >= self.undo_since_ns[i] && sent_ns < self.drawn_ns[i] {
+                self.entropy[i] = entropy;
+                self.undo_entropy[i] = None;
+                self.last_ack_ns[i] = now_ns;
+                self.unanswered_since_ns[i] = None;
+                self.moves.undone = self.moves.undone.saturating_add(1);
+                return;
+            }
+        }
+    }
+
     /// A new entropy for subflow `i` (< MAX_SUBFLOWS).
     fn redraw(&mut self, i: usize, c: UnoLbConfig, now_ns: u64, draw: &mut impl FnMut() -> u32) {
         let i = slot(i);
+        if c.unanswered {
+            self.undo_entropy[i] = Some(self.entropy[i]);
+            self.undo_since_ns[i] = self.unanswered_since_ns[i].unwrap_or(now_ns);
+        }
         self.entropy[i] = self.fresh(self.entropy[i], draw);
         if c.unanswered {
             // Not one another subflow holds (it would share its path and its
@@ -561,6 +606,39 @@ mod tests {
         let before = b.entropies().to_vec();
         b.on_nack(4 * RTT, &mut d);
         assert_eq!(b.entropies(), &before[..]);
+    }
+
+    #[test]
+    fn unolb_unanswered_undoes_a_redraw_that_a_late_ack_proves_spurious() {
+        let cfg = UnoLbConfig { subflows: 2, unanswered: true, ..UnoLbConfig::default() };
+        let mut d = counter();
+        // Subflow 0 sends at 2 RTT and 2.5 RTT, no answer; the timeout at
+        // 4 RTT re-draws it.
+        let mut b = Balancer::new(Strategy::UnoLb(cfg), RTT, 0, &mut d);
+        let old = b.next_entropy(2 * RTT, &mut d);
+        b.next_entropy(2 * RTT, &mut d);
+        assert_eq!(b.next_entropy(2 * RTT + RTT / 2, &mut d), old);
+        b.on_timeout(4 * RTT, &mut d);
+        assert_ne!(b.entropies()[0], old);
+        // An ACK of a packet sent on the old entropy before the subflow
+        // went silent says nothing of the silence: no undo.
+        b.on_ack(4 * RTT + 1, RTT, old, false, &mut d);
+        assert_ne!(b.entropies()[0], old);
+        assert_eq!(b.moves.undone, 0);
+        // The ACK of the packet sent at 2.5 RTT, late: the path delivers.
+        b.on_ack(5 * RTT, 2 * RTT + RTT / 2, old, false, &mut d);
+        assert_eq!(b.entropies()[0], old);
+        assert_eq!(b.moves.undone, 1);
+        // Once: a second late ACK changes nothing more.
+        b.on_ack(5 * RTT + 1, 2 * RTT, old, false, &mut d);
+        assert_eq!((b.entropies()[0], b.moves.undone), (old, 1));
+        // The artifact's rule (no `unanswered`) keeps its re-draws.
+        let mut a = Balancer::new(Strategy::UnoLb(UnoLbConfig { unanswered: false, ..cfg }), RTT, 0, &mut d);
+        let old = a.next_entropy(2 * RTT, &mut d);
+        a.on_timeout(4 * RTT, &mut d);
+        a.on_ack(5 * RTT, 2 * RTT, old, false, &mut d);
+        assert_ne!(a.entropies()[0], old);
+        assert_eq!(a.moves.undone, 0);
     }
 
     #[test]

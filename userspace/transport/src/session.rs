@@ -32,6 +32,11 @@
 //!   least `min_rto_ns`, doubled per timeout without progress), everything
 //!   in flight is presumed lost (UnoCC's RTO) and the unACKed packets of the
 //!   blocks not yet whole are resent: a block lost whole arms no timer.
+//!   A timeout is spurious when the first ACK after it is of a packet sent
+//!   before it (Eifel, RFC 3522, with the sequence numbers in place of
+//!   timestamps: no packet is ever sent twice under one): UnoCC's window
+//!   comes back (`undo`, as Linux's `undo_cwnd`) and the balancer's
+//!   re-draws of that timeout come undone as their late ACKs arrive.
 //! - The receiver holds at most `max_open_blocks` blocks past its first
 //!   incomplete one (its memory bound), and the sender opens no block
 //!   beyond that.
@@ -194,6 +199,11 @@ pub struct SenderStats {
     pub ignored: u64,
     /// Entropies (paths) the balancer re-drew after NACKs and timeouts.
     pub redrawn: u64,
+    /// Of those, re-draws a late ACK undid (the old path had delivered).
+    pub redraws_undone: u64,
+    /// Timeouts whose first ACK was of a packet sent before them (the
+    /// window came back).
+    pub spurious_timeouts: u64,
     /// Packets declared lost whose ACK came later (reordered past the
     /// loss thresholds, or a spurious timeout).
     pub late_acks: u64,
@@ -234,6 +244,9 @@ pub struct Sender<S: Source> {
     largest_acked: Option<u64>,
     srtt_ns: u64,
     rto_backoff: u32,
+    /// The latest timeout, until the first ACK after it says whether it
+    /// was spurious (module doc).
+    undecided_timeout_ns: Option<u64>,
     last_progress_ns: u64,
     next_send_ns: u64,
     lb: Balancer,
@@ -315,6 +328,7 @@ impl<S: Source> Sender<S> {
             largest_acked: None,
             srtt_ns: u64::from(rtt_hint_ns),
             rto_backoff: 0,
+            undecided_timeout_ns: None,
             last_progress_ns: now_ns,
             next_send_ns: now_ns,
             lb,
@@ -512,11 +526,16 @@ impl<S: Source> Sender<S> {
             // sample is stale).
             if let Some(s) = self.declared_lost.remove(&seq) {
                 self.stats.late_acks += 1;
+                if self.undecided_timeout_ns.take().is_some_and(|t| s.sent_ns < t) {
+                    self.stats.spurious_timeouts += 1;
+                    self.cc.undo(&self.params);
+                }
                 if let Some(b) = self.open.get_mut(&s.block) {
                     b.acked |= 1 << s.index;
                 }
                 let rng = &mut self.rng;
                 self.lb.on_ack(now_ns, s.sent_ns, s.entropy, ce, &mut || draw(rng));
+                self.stats.redraws_undone = u64::from(self.lb.moves.undone);
             }
             return;
         };
@@ -525,6 +544,8 @@ impl<S: Source> Sender<S> {
             b.acked |= 1 << s.index;
             b.in_flight &= !(1 << s.index);
         }
+        // (Sent after the timeout, or with none pending: not spurious.)
+        self.undecided_timeout_ns = None;
         self.stats.acked += 1;
         if ce {
             self.stats.marked += 1;
@@ -628,6 +649,7 @@ impl<S: Source> Sender<S> {
             return;
         }
         self.stats.timeouts += 1;
+        self.undecided_timeout_ns = Some(now_ns);
         let rng = &mut self.rng;
         self.lb.on_timeout(now_ns, &mut || draw(rng));
         self.stats.redrawn = u64::from(self.lb.moves.entropies);
@@ -1021,6 +1043,45 @@ mod tests {
         tx.on_datagram(400_000, &d);
         tx.on_datagram(400_000, &d);
         assert_eq!((tx.stats.nacks, tx.stats.resent, tx.stats.ignored), (1, 0, ignored + 1));
+    }
+
+    #[test]
+    fn a_timeout_whose_first_ack_is_of_an_earlier_packet_is_undone() {
+        // One block out, then nothing heard for the timeout: the window
+        // falls to one packet. For (first ACK after it, spurious):
+        // packet 0, sent before the timeout: the window comes back;
+        // a packet sent after it: the timeout stands, and a later ACK of
+        // packet 0 changes nothing.
+        for (after_first, spurious) in [(false, true), (true, false)] {
+            let c = cfg(16_000);
+            let src = data(16_000);
+            let mut tx = Sender::new(c, src.as_slice(), params(), unolb(4), 100_000, 0).unwrap();
+            let mut buf = Vec::new();
+            let mut now = 0;
+            while now < 100_000 {
+                while tx.poll_transmit(now, &mut buf).unwrap().is_some() {}
+                now += 1_000;
+            }
+            let before = tx.cc.cwnd();
+            let ack = |tx: &mut Sender<&[u8]>, now: u64, seq: u64| {
+                let mut d = Vec::new();
+                Packet::Ack { flow: c.flow, seq, ce: false, blocks_done: 0 }.write(&mut d).unwrap();
+                tx.on_datagram(now, &d);
+            };
+            tx.on_timeout(5_000_000);
+            assert_eq!(tx.stats.timeouts, 1);
+            assert!(tx.cc.cwnd() < before, "the timeout cut the window");
+            if after_first {
+                let resent = tx.poll_transmit(5_000_000, &mut buf).unwrap();
+                assert!(resent.is_some(), "a packet goes out after the timeout");
+                let last = tx.next_seq - 1;
+                ack(&mut tx, 5_100_000, last);
+            }
+            ack(&mut tx, 5_200_000, 0);
+            assert_eq!(tx.stats.late_acks, 1);
+            assert_eq!(tx.stats.spurious_timeouts, u64::from(spurious));
+            assert_eq!(tx.cc.cwnd() >= before, spurious, "window {} against {before}", tx.cc.cwnd());
+        }
     }
 
     #[test]

@@ -96,8 +96,8 @@ fn report(ctx: &super::Ctx, s: &Summary) -> Result<()> {
     let head = format!("{} bytes in {:.2} s ({:.1} Mbit/s), sha256 {}", s.bytes, s.seconds, s.goodput_mbps, s.sha256);
     if let Some(t) = &s.sent {
         println!(
-            "sent {head}; packets {} (parity {}, resent {}), ACKs echoing CE {}, lost {}, NACKs {}, timeouts {}, paths re-drawn {}",
-            t.packets, t.parity_packets, t.resent, t.marked, t.lost, t.nacks, t.timeouts, t.redrawn
+            "sent {head}; packets {} (parity {}, resent {}), ACKs echoing CE {}, lost {}, NACKs {}, timeouts {}, paths re-drawn {} ({} undone by late ACKs)",
+            t.packets, t.parity_packets, t.resent, t.marked, t.lost, t.nacks, t.timeouts, t.redrawn, t.redraws_undone
         );
     }
     if let Some(r) = &s.received {
