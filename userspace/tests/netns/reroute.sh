@@ -89,8 +89,13 @@ section_reroute() {
     local l3; l3=$(jq -r .local "$work/rs3.started")
     local p0; p0=$(flow_json "$S" "$work/r.sock" "$l3" | jq .path_id)
     local out; out=$(in_ns "$S" "$X" --socket "$work/r.sock" reroute force --local "$l3")
-    sleep 0.5
-    f=$(flow_json "$S" "$work/r.sock" "$l3")
+    # (The move lands at the flow's next round: on a loaded host up to a
+    # few seconds; CI once missed a fixed half second.)
+    for _ in $(seq 50); do
+        f=$(flow_json "$S" "$work/r.sock" "$l3")
+        [[ $(jq -r .last_reroute <<<"$f") == forced ]] && break
+        sleep 0.1
+    done
     check "forced: CLI reports one flow" grep -q "1 flow" <<<"$out"
     check "forced: path id changed, reason forced" bash -c \
         "(( $(jq .path_id <<<"$f") != $p0 )) && [[ $(jq -r .last_reroute <<<"$f") == forced ]]"

@@ -28,8 +28,9 @@
 //!   with the block incomplete the receiver NACKs the block once
 //!   (`ec::BlockRx`), and the sender resends the block's packets that it
 //!   sent and has no ACK for and that are not in flight.
-//! - When no ACK came for a retransmission timeout (3 smoothed RTTs, at
-//!   least `min_rto_ns`, doubled per timeout without progress), everything
+//! - When no ACK came for a retransmission timeout (3 smoothed RTTs, or
+//!   SRTT + 4 RTTVAR if the RTT varies more, at least `min_rto_ns`, doubled
+//!   per timeout without progress), everything
 //!   in flight is presumed lost (UnoCC's RTO) and the unACKed packets of the
 //!   blocks not yet whole are resent: a block lost whole arms no timer.
 //!   A timeout is spurious when the first ACK after it is of a packet sent
@@ -243,6 +244,8 @@ pub struct Sender<S: Source> {
     next_seq: u64,
     largest_acked: Option<u64>,
     srtt_ns: u64,
+    /// The RTT's mean deviation (RFC 6298's RTTVAR).
+    rttvar_ns: u64,
     rto_backoff: u32,
     /// The latest timeout, until the first ACK after it says whether it
     /// was spurious (module doc).
@@ -327,6 +330,7 @@ impl<S: Source> Sender<S> {
             next_seq: 0,
             largest_acked: None,
             srtt_ns: u64::from(rtt_hint_ns),
+            rttvar_ns: u64::from(rtt_hint_ns) / 2,
             rto_backoff: 0,
             undecided_timeout_ns: None,
             last_progress_ns: now_ns,
@@ -364,8 +368,15 @@ impl<S: Source> Sender<S> {
         self.cfg.bytes_in(self.blocks_done)
     }
 
+    /// The retransmission timeout: 3 smoothed RTTs, or RFC 6298's
+    /// SRTT + 4 RTTVAR when the RTT varies more (sprayed paths of unequal
+    /// queues; a loaded host's late ACKs), at least `min_rto_ns`.
     fn rto_ns(&self) -> u64 {
-        let base = self.srtt_ns.saturating_mul(3).max(self.cfg.min_rto_ns);
+        let base = self
+            .srtt_ns
+            .saturating_mul(3)
+            .max(self.srtt_ns.saturating_add(self.rttvar_ns.saturating_mul(4)))
+            .max(self.cfg.min_rto_ns);
         base.saturating_mul(1u64 << self.rto_backoff.min(63)).min(MAX_RTO_NS.max(base))
     }
 
@@ -553,7 +564,12 @@ impl<S: Source> Sender<S> {
         let rng = &mut self.rng;
         self.lb.on_ack(now_ns, s.sent_ns, s.entropy, ce, &mut || draw(rng));
         let rtt = now_ns.saturating_sub(s.sent_ns).max(1);
-        self.srtt_ns = if self.srtt_ns == 0 { rtt } else { self.srtt_ns - self.srtt_ns / 8 + rtt / 8 };
+        if self.srtt_ns == 0 {
+            (self.srtt_ns, self.rttvar_ns) = (rtt, rtt / 2);
+        } else {
+            self.rttvar_ns = self.rttvar_ns - self.rttvar_ns / 4 + self.srtt_ns.abs_diff(rtt) / 4;
+            self.srtt_ns = self.srtt_ns - self.srtt_ns / 8 + rtt / 8;
+        }
         self.lb.observe_rtt(self.srtt_ns);
         self.cc.on_ack(
             &self.params,
@@ -1082,6 +1098,32 @@ mod tests {
             assert_eq!(tx.stats.spurious_timeouts, u64::from(spurious));
             assert_eq!(tx.cc.cwnd() >= before, spurious, "window {} against {before}", tx.cc.cwnd());
         }
+    }
+
+    #[test]
+    fn the_timeout_widens_with_the_rtts_variation() {
+        let c = cfg(400_000);
+        let src = data(400_000);
+        let rto_after = |rtts: &[u64]| {
+            let mut tx = Sender::new(c, src.as_slice(), params(), unolb(4), 2_000_000, 0).unwrap();
+            let mut buf = Vec::new();
+            let mut now = 0;
+            for &rtt in rtts {
+                while tx.poll_transmit(now, &mut buf).unwrap().is_some() {}
+                let seq = tx.next_seq - 1;
+                now += rtt;
+                let mut d = Vec::new();
+                Packet::Ack { flow: c.flow, seq, ce: false, blocks_done: 0 }.write(&mut d).unwrap();
+                tx.on_datagram(now, &d);
+            }
+            (tx.rto_ns(), tx.srtt_ns)
+        };
+        // Steady 2 ms RTTs: 3 smoothed RTTs.
+        let (steady, srtt) = rto_after(&[2_000_000; 40]);
+        assert_eq!(steady, 3 * srtt);
+        // Alternating 1 and 5 ms (mean deviation ~2 ms): SRTT + 4 RTTVAR.
+        let (varying, srtt) = rto_after(&[1_000_000, 5_000_000].repeat(20));
+        assert!(varying > 3 * srtt + 2_000_000, "rto {varying} for srtt {srtt}");
     }
 
     #[test]
