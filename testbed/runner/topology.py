@@ -116,14 +116,14 @@ def start_marker(workdir, ns, dev, argv, ready):
 
 
 def wait_markers(timeout_s=120):
-    """Until every marker has attached (its first output line)."""
+    """Until every marker has attached (its ready line; aya's warnings may
+    come first, e.g. when a kernel refuses the object's BTF)."""
     deadline = time.monotonic() + timeout_s
     for m in _markers:
         while True:
             with open(m.log_path) as f:
-                first = f.readline()
-            if first.startswith(m.ready):
-                break
+                if any(line.startswith(m.ready) for line in f):
+                    break
             if m.poll() is not None or time.monotonic() > deadline:
                 with open(m.log_path) as f:
                     raise RuntimeError(f"marker {' '.join(m.args[-4:])} did not start: {f.read().strip()}")
