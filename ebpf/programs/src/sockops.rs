@@ -350,8 +350,13 @@ fn on_rto(ctx: &SockOpsContext, s: &OpsSnapshot) {
     // SAFETY: as in on_round.
     let st = unsafe { &mut *st };
     if st.lb_subflows != 0 {
-        // Sprayed: the retransmission callback re-draws the subflow that
-        // lost the head segment; the path id is not used.
+        // Sprayed: every silent subflow gets a new entropy before the
+        // head is sent again (the timeout fires before the retransmission;
+        // the retransmission callback charges the copy before it); the
+        // path id is not used.
+        if unolb::on_rto(&key, now_ns()) {
+            st.lb_redraws = st.lb_redraws.wrapping_add(1);
+        }
         return;
     }
     let cfg = config();

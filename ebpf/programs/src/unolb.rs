@@ -64,7 +64,13 @@ pub(crate) fn next_entropy(key: &FlowKey, seq: u32, payload: u32, now: u64) -> O
     let lb = TCP_LB.get_ptr_mut(key)?;
     // SAFETY: as in `start`.
     let lb = unsafe { &mut *lb };
-    let (subflow, entropy) = lb.balancer.next_subflow(now, &mut || random());
+    // A retransmission goes on the subflow answered last
+    // (`Balancer::retransmit_subflow`); new data round robin.
+    let (subflow, entropy) = if lb.sent.is_retransmission(seq) {
+        lb.balancer.retransmit_subflow(now, &mut || random())
+    } else {
+        lb.balancer.next_subflow(now, &mut || random())
+    };
     lb.sent.record(seq, payload, subflow, entropy);
     Some(entropy)
 }
@@ -83,6 +89,20 @@ pub(crate) fn on_retransmit(key: &FlowKey, st: &mut FlowStats, seq: u32, now: u6
             st.lb_redraws = st.lb_redraws.wrapping_add(1);
         }
     }
+}
+
+/// A retransmission timeout at `now`, before the head segment is sent
+/// again: the subflows silent for their wait get new entropies
+/// (`Balancer::on_timeout`). Whether any did.
+pub(crate) fn on_rto(key: &FlowKey, now: u64) -> bool {
+    let Some(lb) = TCP_LB.get_ptr_mut(key) else {
+        return false;
+    };
+    // SAFETY: as in `start`.
+    let lb = unsafe { &mut *lb };
+    let before = lb.balancer.moves.timeout;
+    lb.balancer.on_timeout(now, &mut || random());
+    lb.balancer.moves.timeout != before
 }
 
 /// TCP's SACK option: kind 5, length, up to 4 blocks of (start, end).

@@ -312,6 +312,33 @@ impl Balancer {
         }
     }
 
+    /// The subflow and entropy of a retransmission sent at `now_ns` (TCP
+    /// under UnoLB): the subflow answered most recently, not the round
+    /// robin's next one, which the round robin's order leaves untried since
+    /// a path failed. In RTO backoff (one packet per timeout, the timeout
+    /// doubling) the round robin walked the subflows still on a dead path
+    /// one timeout each; this one is re-drawn at each loss
+    /// (`on_subflow_loss`) and so is a fresh draw per timeout. Other
+    /// strategies: as `next_subflow`.
+    pub fn retransmit_subflow(&mut self, now_ns: u64, draw: &mut impl FnMut() -> u32) -> (u8, u16) {
+        if !matches!(self.strategy, Strategy::UnoLb(_)) {
+            return self.next_subflow(now_ns, draw);
+        }
+        let (mut best, mut at) = (0usize, 0u64);
+        for j in 0..MAX_SUBFLOWS {
+            if j >= self.len() {
+                break;
+            }
+            let j = slot(j);
+            if self.last_ack_ns[j] > at {
+                (best, at) = (j, self.last_ack_ns[j]);
+            }
+        }
+        let best = slot(best);
+        self.unanswered_since_ns[best].get_or_insert(now_ns);
+        (best as u8, self.entropy[best])
+    }
+
     /// A packet sent at `sent_ns` with `entropy` was acknowledged at
     /// `now_ns`; `marked`: its ACK carried ECN.
     pub fn on_ack(&mut self, now_ns: u64, sent_ns: u64, entropy: u16, marked: bool, draw: &mut impl FnMut() -> u32) {
@@ -639,6 +666,79 @@ mod tests {
         a.on_ack(5 * RTT, 2 * RTT, old, false, &mut d);
         assert_ne!(a.entropies()[0], old);
         assert_eq!(a.moves.undone, 0);
+    }
+
+    #[test]
+    fn unolb_retransmissions_go_on_the_subflow_answered_last() {
+        let cfg = UnoLbConfig { subflows: 10, unanswered: true, ..UnoLbConfig::default() };
+        let mut d = counter();
+        let mut b = Balancer::new(Strategy::UnoLb(cfg), RTT, 0, &mut d);
+        let e = b.entropies().to_vec();
+        b.on_subflow_ack(3, e[3], 2 * RTT);
+        b.on_subflow_ack(7, e[7], 2 * RTT + 1);
+        assert_eq!(b.retransmit_subflow(3 * RTT, &mut d), (7, e[7]));
+        // The round robin goes on where it was.
+        assert_eq!(b.next_subflow(3 * RTT, &mut d), (0, e[0]));
+        assert_eq!(b.retransmit_subflow(3 * RTT, &mut d), (7, e[7]));
+        assert_eq!(b.next_subflow(3 * RTT, &mut d), (1, e[1]));
+    }
+
+    #[test]
+    fn unolb_rto_backoff_leaves_a_dead_path_in_a_few_timeouts() {
+        // TCP in RTO backoff after a path died: 8 of 10 subflows on it (odd
+        // entropies), answered last before it died; one copy of the head
+        // per timeout, the timeout doubling. Each timeout re-draws the
+        // silent subflows, the copy goes on the subflow answered last, and
+        // the next copy's callback charges it. The round robin alone sent
+        // copies to the dead subflows one timeout each (a 30-40 s stall).
+        let cfg = UnoLbConfig { subflows: 10, unanswered: true, ..UnoLbConfig::default() };
+        let dead = |e: u16| e % 2 == 1;
+        let (mut worst, mut sum) = (0u32, 0u32);
+        let seeds = 200u32;
+        for seed in 0..seeds {
+            let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+            let mut d = move || {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x
+            };
+            let mut b = Balancer::new(Strategy::UnoLb(cfg), RTT, 0, &mut d);
+            for i in 0..10 {
+                b.entropy[i] = if i < 8 { 2 * i as u16 + 1 } else { 2 * i as u16 };
+            }
+            for i in [8, 9, 0, 1, 2, 3, 4, 5, 6, 7] {
+                b.on_subflow_ack(i, b.entropy[i as usize], 10 * RTT + u64::from(i));
+            }
+            // The window after the failure: one packet per subflow; the
+            // live path's are answered.
+            for _ in 0..10 {
+                b.next_subflow(11 * RTT, &mut d);
+            }
+            b.on_subflow_ack(8, b.entropy[8], 12 * RTT);
+            b.on_subflow_ack(9, b.entropy[9], 12 * RTT);
+            let (mut now, mut rto, mut last) = (11 * RTT, 1_000_000u64, None);
+            let mut timeouts = 0;
+            loop {
+                timeouts += 1;
+                assert!(timeouts < 30, "seed {seed}: stuck on the dead path");
+                now += rto;
+                rto *= 2;
+                b.on_timeout(now, &mut d);
+                let (s, e) = b.retransmit_subflow(now, &mut d);
+                if let Some((ls, le)) = last.replace((s, e)) {
+                    b.on_subflow_loss(ls, le, now, &mut d);
+                }
+                if !dead(e) {
+                    break;
+                }
+            }
+            worst = worst.max(timeouts);
+            sum += timeouts;
+        }
+        // A fair coin per timeout: 2 on average.
+        assert!(sum <= 3 * seeds, "mean {} timeouts", f64::from(sum) / f64::from(seeds));
+        assert!(worst <= 12, "worst {worst} timeouts");
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub struct SentRing {
     sent: [Sent; SENT_RING],
     /// Transmissions recorded in all (the next one goes to `len % SENT_RING`).
     len: u32,
+    /// One past the highest byte sent (valid once `len != 0`).
+    high: u32,
 }
 
 /// `a` is before `b` in sequence space.
@@ -36,7 +38,7 @@ const fn before(a: u32, b: u32) -> bool {
 
 impl SentRing {
     pub const EMPTY: Self =
-        Self { sent: [Sent { start: 0, end: 0, subflow: 0, entropy: 0 }; SENT_RING], len: 0 };
+        Self { sent: [Sent { start: 0, end: 0, subflow: 0, entropy: 0 }; SENT_RING], len: 0, high: 0 };
 
     /// Bytes `seq..seq + bytes` left on `subflow` with `entropy` (a first
     /// transmission or a retransmission).
@@ -44,7 +46,11 @@ impl SentRing {
         if bytes == 0 {
             return;
         }
-        self.sent[self.len as usize % SENT_RING] = Sent { start: seq, end: seq.wrapping_add(bytes), subflow, entropy };
+        let end = seq.wrapping_add(bytes);
+        if self.len == 0 || before(self.high, end) {
+            self.high = end;
+        }
+        self.sent[self.len as usize % SENT_RING] = Sent { start: seq, end, subflow, entropy };
         self.len = self.len.wrapping_add(1);
         // (A ring that wrapped u32 keeps working: only `len % SENT_RING`
         // and `len != 0` are read, and 2^32 is a multiple of SENT_RING.)
@@ -72,6 +78,11 @@ impl SentRing {
         None
     }
 
+    /// Byte `seq` was sent before: a transmission starting there is a
+    /// retransmission.
+    pub fn is_retransmission(&self, seq: u32) -> bool {
+        self.len != 0 && before(seq, self.high)
+    }
 }
 
 #[cfg(test)]
@@ -120,6 +131,19 @@ mod tests {
         assert_eq!(sub(&r, 5, 0), Some((2, 2)));
         assert_eq!(sub(&r, 100, 0), None);
         assert_eq!(sub(&r, u32::MAX - 100, 0), None);
+    }
+
+    #[test]
+    fn tells_a_retransmission_from_new_data_across_the_wrap() {
+        let mut r = SentRing::EMPTY;
+        assert!(!r.is_retransmission(0), "nothing sent yet");
+        r.record(u32::MAX - 99, 100, 1, 1);
+        r.record(0, 100, 2, 2);
+        assert!(r.is_retransmission(u32::MAX - 50));
+        assert!(r.is_retransmission(50));
+        assert!(!r.is_retransmission(100), "the next new byte");
+        r.record(u32::MAX - 99, 100, 3, 3); // a retransmission moves nothing
+        assert!(!r.is_retransmission(100));
     }
 
     #[test]

@@ -50,7 +50,7 @@ TOML
         [[ -n $fail ]] && { dropped=$(forward_dropped "$A"); forward_heal "$A"; }
         la_b=$(( $(tx_bytes "$A" la) - a0 )); lb_b=$(( $(tx_bytes "$A" lb) - b0 ))
         f=$(flow_json "$S" "$sock" "$(jq -r .local "$work/us-$tag.started")")
-        log "$tag: la $la_b B, lb $lb_b B${fail:+ after $bad failed, which dropped $dropped B}; flow $(jq -c '{subflows,subflow_redraws,retrans}' <<<"$f")"
+        log "$tag: la $la_b B, lb $lb_b B${fail:+ after $bad failed, which dropped $dropped B}; $(jq -r .acked_ms "$work/us-$tag.json" 2>/dev/null) ms; flow $(jq -c '{subflows,subflow_redraws,retrans}' <<<"$f")"
         check "unolb, $tag: transfer completed" eq $ok 1
         check "unolb, $tag: byte-exact (sha256)" same_sha "$work/us-$tag.json" "$work/ur-$tag.json"
     }
