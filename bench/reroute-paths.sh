@@ -94,7 +94,9 @@ cleanup() {
 trap cleanup EXIT
 in_ns() { local n=$1; shift; ip netns exec "$(N "$n")" "$@"; }
 
-for n in s x r d; do ip netns add "$(N $n)"; in_ns $n ip link set lo up; done
+# (accept_dad=0: while the router's new link-local addresses are tentative,
+# ~2 s, it sends no neighbour solicitation and drops what it forwards.)
+for n in s x r d; do ip netns add "$(N $n)"; in_ns $n ip link set lo up; in_ns $n sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0; done
 veth() { # veth A IFA B IFB
     ip link add "$2" netns "$(N "$1")" type veth peer "$4" netns "$(N "$3")"
     in_ns "$1" ip link set "$2" up; in_ns "$3" ip link set "$4" up

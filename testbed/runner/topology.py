@@ -32,6 +32,11 @@ def build(net, workdir, xdcc_bin, log=print):
     teardown()
     for ns in net["hosts"] + net["routers"]:
         netns.add(ns)
+        # No duplicate address detection on the new links: while a router's
+        # link-local address is tentative (~2 s) Linux sends no neighbour
+        # solicitation for the IPv6 packets it forwards, and they are lost.
+        netns.sysctl(ns, "net.ipv6.conf.all.accept_dad", 0)
+        netns.sysctl(ns, "net.ipv6.conf.default.accept_dad", 0)
     for ns in net["routers"]:
         netns.sysctl(ns, "net.ipv4.ip_forward", 1)
         netns.sysctl(ns, "net.ipv6.conf.all.forwarding", 1)

@@ -134,6 +134,13 @@ mkns() {
     ip netns add "$n" || return 1
     T_NSS+=("$n")
     ip -n "$n" link set lo up
+    # No duplicate address detection on the links made here: a new link's
+    # link-local address stays tentative for ~2 s, and while it is, Linux
+    # sends no neighbour solicitation from it, so a route's next hop on that
+    # link stays unresolved and the packets routed to it are lost: a path
+    # black-holed for the first second of a test
+    # (testbed/notes/2026-11-29-unolb-tcp.md, "The gathering's cause").
+    in_ns "$n" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 2>/dev/null || true
     printf -v "$1" %s "$n"
 }
 in_ns() { local n=$1; shift; ip netns exec "$n" "$@"; }

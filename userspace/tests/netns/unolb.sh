@@ -12,6 +12,10 @@ section_unolb() {
     local S A B D; two_paths S A B D ul fd97
     ip -n "$D" addr add fd97:2::2/64 dev d0 nodad
     for l in la lb; do in_ns "$A" tc qdisc add dev $l root tbf rate 100mbit burst 32k latency 20ms; done
+    # (Linux re-hashes a connection's flow label after a timeout, as PLB
+    # does, unless net.core.txrehash = 0: the ECMP connection keeps its one
+    # path; a sprayed one's labels are the egress program's.)
+    in_ns "$S" sysctl -qw net.core.txrehash=0
     local cs sock=$work/ul.sock; cs=$(new_cgroup ul)
     cat >"$work/unolb.toml" <<TOML
 cgroup = "$cs"
