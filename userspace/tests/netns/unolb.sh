@@ -12,10 +12,6 @@ section_unolb() {
     local S A B D; two_paths S A B D ul fd97
     ip -n "$D" addr add fd97:2::2/64 dev d0 nodad
     for l in la lb; do in_ns "$A" tc qdisc add dev $l root tbf rate 100mbit burst 32k latency 20ms; done
-    # (Linux re-hashes a connection's flow label after a timeout, as PLB
-    # does, unless net.core.txrehash = 0: the ECMP connection keeps its one
-    # path; a sprayed one's labels are the egress program's.)
-    in_ns "$S" sysctl -qw net.core.txrehash=0
     local cs sock=$work/ul.sock; cs=$(new_cgroup ul)
     cat >"$work/unolb.toml" <<TOML
 cgroup = "$cs"
@@ -27,6 +23,12 @@ lb = "unolb"
 prefix = "fd97:2::2/128"
 cc = "cubic"
 lb = "ecmp"
+# The ECMP connection keeps its one path: the rerouter would move it after
+# two lossy rounds or a timeout, as PLB does (a sprayed connection's
+# subflows move on their own losses, whatever these say).
+[reroute]
+lossy_rounds = 0
+on_rto = false
 TOML
     start_agent "$S" "$sock" "$cs" --config "$work/unolb.toml" --iface s0 || { check "unolb: agent starts" false; return; }
 
@@ -54,7 +56,7 @@ TOML
         [[ -n $fail ]] && { dropped=$(forward_dropped "$A"); forward_heal "$A"; }
         la_b=$(( $(tx_bytes "$A" la) - a0 )); lb_b=$(( $(tx_bytes "$A" lb) - b0 ))
         f=$(flow_json "$S" "$sock" "$(jq -r .local "$work/us-$tag.started")")
-        log "$tag: la $la_b B, lb $lb_b B${fail:+ after $bad failed, which dropped $dropped B}; $(jq -r .acked_ms "$work/us-$tag.json" 2>/dev/null) ms; flow $(jq -c '{subflows,subflow_redraws,retrans}' <<<"$f")"
+        log "$tag: la $la_b B, lb $lb_b B${fail:+ after $bad failed, which dropped $dropped B}; $(jq -r .acked_ms "$work/us-$tag.json" 2>/dev/null) ms; flow $(jq -c '{subflows,subflow_redraws,retrans,reroutes,last_reroute}' <<<"$f")"
         check "unolb, $tag: transfer completed" eq $ok 1
         check "unolb, $tag: byte-exact (sha256)" same_sha "$work/us-$tag.json" "$work/ur-$tag.json"
     }
