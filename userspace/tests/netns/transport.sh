@@ -127,10 +127,8 @@ transport_paths() {
     log "transport: la carried $la bytes, lb $lb"
     # (Each subflow's path is the hash's coin toss, all 16 on one path once
     # in 32,768 draws. UnoLB leaves a path that loses packets and nothing
-    # brings a subflow back while the other path delivers: when a new link's
-    # next hop stayed unresolved for its first second (duplicate address
-    # detection, now off in mkns), CI runs put 99.7 % and 99.9 % of the bytes
-    # on one path: testbed/notes/2026-11-29-unolb-tcp.md.)
+    # brings a subflow back while the other delivers, so a path black-holed
+    # at the start gathers them all: testbed/notes/2026-11-29-unolb-tcp.md.)
     check "the subflows spread over both paths (each carried a fiftieth or more)" bash -c '(( $3 >= 30000000 && $1 * 50 >= $3 && $2 * 50 >= $3 ))' _ "$la" "$lb" $((la + lb))
 
     ip netns exec "$A" "$X" inject-loss --iface la --block 10 --p 0.09,0.0225,0.0048 >"$work/um-loss.json" 2>"$work/um-loss.log" &
