@@ -30,7 +30,10 @@
 # ecn%: an ECN CC at 0 means
 # the path or the listener refused ECN, and its numbers say nothing of its
 # ECN reaction), and mark%, the share of ECT packets the port's marker
-# marked CE. --phantom-feed link feeds UnoCC's phantom queue with what the
+# marked CE, and hrt/MB, the host's soft hrtimer expiries per MB moved
+# (/proc/softirqs HRTIMER; here TCP's pacing timer: one per skb that waited
+# for its pacing slot, each a timer interrupt, VM exits in a guest).
+# --phantom-feed link feeds UnoCC's phantom queue with what the
 # port transmits instead of what enters it (`xdcc mark-phantom --feed`).
 #   bench/realspeed.sh [--rate-mbit R] [--nic-mbit R] [--shaper-burst] [--secs S] [--flows N] [--cc a,b,..]
 #                      [--real-host] [--preset cc:name ...]
@@ -218,6 +221,10 @@ servers_down() {
     sleep 0.2
 }
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
+# Soft hrtimer expiries of the whole host: TCP's internal pacing timer is one
+# (one expiry per skb that waited for its pacing slot), and each costs a timer
+# interrupt and its reprogramming (VM exits in a guest).
+hrtimers() { awk '/HRTIMER:/{s = 0; for (i = 2; i <= NF; i++) s += $i; print s}' /proc/softirqs; }
 hz=$(getconf CLK_TCK)
 port_bytes() { tc -s -n "$(N r)" qdisc show dev p0 | awk '/^qdisc htb/{f=1} f&&/Sent/{print $2; exit}'; }
 port_drops() { tc -s -n "$(N r)" qdisc show dev p0 | awk '/^qdisc bfifo/{f=1} f&&/dropped/{gsub(",","",$7); print $7; exit}'; }
@@ -253,7 +260,7 @@ for cc in $ccs; do
     servers_up
     mpid=""; run_marker "$cc"
     [[ -z $trace ]] || ip netns exec "$(N s1)" nstat -az >"$work/nstat0"
-    b0=$(busy) p0=$(port_bytes) d0=$(port_drops)
+    b0=$(busy) h0=$(hrtimers) p0=$(port_bytes) d0=$(port_drops)
     ip netns exec "$(N s1)" iperf3 ${sender_cpu:+-A "$sender_cpu"} -c 10.77.3.1 -p 5301 -P "$per" -t "$secs" -C "$cc" -J >"$work/s1.json" &
     c1=$!
     c2=""
@@ -293,16 +300,16 @@ for cc in $ccs; do
     # Sender s1's TCP counters over the run (recoveries, undos, reordering).
     [[ -z $trace ]] || ip netns exec "$(N s1)" nstat -az | awk 'NR == FNR && /^[A-Z]/ {a[$1] = $2; next}
         /^[A-Z]/ && $2 - a[$1] != 0 {print $1, $2 - a[$1]}' "$work/nstat0" - >"$trace/$cc.nstat"
-    b1=$(busy) p1=$(port_bytes) d1=$(port_drops)
+    b1=$(busy) h1=$(hrtimers) p1=$(port_bytes) d1=$(port_drops)
     : >"$work/marker.json"
     if [[ -n $mpid ]]; then
         wait "$mpid" || true
         grep '^{' "$work/marker.out" >"$work/marker.json" || true
     fi
     [[ -z $trace || ! -s $work/marker.out ]] || cp "$work/marker.out" "$trace/$cc.marker"
-    res[$cc]=$(python3 - "$work" "$rate" "$secs" "$((pb1 - pb0))" "$((w1 - w0))" "$((d1 - d0))" "$(( b1 - b0 ))" "$hz" <<'EOF'
+    res[$cc]=$(python3 - "$work" "$rate" "$secs" "$((pb1 - pb0))" "$((w1 - w0))" "$((d1 - d0))" "$(( b1 - b0 ))" "$hz" "$(( h1 - h0 ))" <<'EOF'
 import json, sys, statistics as st
-work, rate, secs, port, span_ns, drops, busy, hz = sys.argv[1], *map(int, sys.argv[2:])
+work, rate, secs, port, span_ns, drops, busy, hz, hrt = sys.argv[1], *map(int, sys.argv[2:])
 streams, retx = [], 0
 for s in ("s1", "s2"):
     j = json.load(open(f"{work}/{s}.json"))
@@ -322,30 +329,30 @@ ecn = 100 * sum(a for a, _ in e) / sum(b for _, b in e) if sum(b for _, b in e) 
 m = [json.loads(l) for l in open(f"{work}/marker.json") if l.strip()]
 mark = 100 * m[0]["marked"] / m[0]["ect_packets"] if m and m[0]["ect_packets"] else -1
 print(f"{util:.1f} {st.mean(rtt) if rtt else float('nan'):.3f} {p(rtt, .99):.3f} {(st.mean(q) if q else 0) / 1000:.1f} "
-      f"{p(q, .99) / 1000:.1f} {drops} {retx} {jain:.3f} {busy / hz / max(gb, 1e-9):.2f} {sum(streams) / 1e6:.0f} {ecn:.0f} {mark:.1f} {minsh:.2f}")
+      f"{p(q, .99) / 1000:.1f} {drops} {retx} {jain:.3f} {busy / hz / max(gb, 1e-9):.2f} {sum(streams) / 1e6:.0f} {ecn:.0f} {mark:.1f} {minsh:.2f} {hrt / max(gb * 1000, 1e-9):.0f}")
 EOF
 )
 done
 
 echo "real speed: $flows flows ($( ((per2)) && echo 2 senders || echo 1 sender)) -> 1 port, HTB ${rate} Mbit/s, FIFO $buf_pkts packets, base RTT ${base_rtt_us} us (ping), ${secs} s per CC, marker $( ((marker)) && echo on || echo off ), TCP timestamps in $( ((usec_ts)) && echo us || echo ms ), kernel $(uname -r), $(nproc) CPUs"
-printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %6s %8s %9s %9s %5s %6s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain minsh CPUs/GB "tput/cub" "CPU/cub" ecn% mark%
-read -r _ _ _ _ _ _ _ _ cub_cpu cub_tput _ _ _ <<<"${res[cubic]:-0 0 0 0 0 0 0 0 0 0 0 0 0}"
+printf '%-11s %6s %9s %9s %8s %8s %6s %6s %6s %6s %8s %9s %9s %5s %6s %6s\n' cc util% rtt_ms p99_ms q_kB q99_kB drops retx jain minsh CPUs/GB "tput/cub" "CPU/cub" ecn% mark% hrt/MB
+read -r _ _ _ _ _ _ _ _ cub_cpu cub_tput _ _ _ _ <<<"${res[cubic]:-0 0 0 0 0 0 0 0 0 0 0 0 0 0}"
 for cc in $ccs; do
-    read -r u r r99 q q99 dr rx j cpu tput ecn mark minsh <<<"${res[$cc]}"
+    read -r u r r99 q q99 dr rx j cpu tput ecn mark minsh hrt <<<"${res[$cc]}"
     python3 -c "
 import sys
-cc,u,r,r99,q,q99,dr,rx,j,cpu,tput,ecn,mark,minsh,cc0,cp0 = sys.argv[1:]
+cc,u,r,r99,q,q99,dr,rx,j,cpu,tput,ecn,mark,minsh,hrt,cc0,cp0 = sys.argv[1:]
 rt = f'{float(tput)/float(cc0):.2f}' if float(cc0) else '-'
 rc = f'{float(cpu)/float(cp0):.2f}' if float(cp0) else '-'
 ecn = '-' if float(ecn) < 0 else ecn
 mark = '-' if float(mark) < 0 else mark
-print(f'{cc:<11} {float(u):6.1f} {float(r):9.3f} {float(r99):9.3f} {float(q):8.1f} {float(q99):8.1f} {dr:>6} {rx:>6} {float(j):6.3f} {float(minsh):6.2f} {float(cpu):8.2f} {rt:>9} {rc:>9} {ecn:>5} {mark:>6}')
-" "$cc" "$u" "$r" "$r99" "$q" "$q99" "$dr" "$rx" "$j" "$cpu" "$tput" "$ecn" "$mark" "$minsh" "$cub_tput" "$cub_cpu"
+print(f'{cc:<11} {float(u):6.1f} {float(r):9.3f} {float(r99):9.3f} {float(q):8.1f} {float(q99):8.1f} {dr:>6} {rx:>6} {float(j):6.3f} {float(minsh):6.2f} {float(cpu):8.2f} {rt:>9} {rc:>9} {ecn:>5} {mark:>6} {hrt:>6}')
+" "$cc" "$u" "$r" "$r99" "$q" "$q99" "$dr" "$rx" "$j" "$cpu" "$tput" "$ecn" "$mark" "$minsh" "$hrt" "$cub_tput" "$cub_cpu"
 done
 if [[ -n $json ]]; then
     for cc in $ccs; do echo "$cc ${res[$cc]}"; done | python3 -c '
 import json, sys
-keys = ["util_pct", "rtt_ms", "rtt_p99_ms", "queue_kB", "queue_p99_kB", "drops", "retx", "jain", "cpu_s_per_GB", "mbps", "ecn_pct", "marked_pct", "min_share"]
+keys = ["util_pct", "rtt_ms", "rtt_p99_ms", "queue_kB", "queue_p99_kB", "drops", "retx", "jain", "cpu_s_per_GB", "mbps", "ecn_pct", "marked_pct", "min_share", "hrtimers_per_MB"]
 print(json.dumps({l.split()[0]: dict(zip(keys, map(float, l.split()[1:]))) for l in sys.stdin}, indent=1))' >"$json"
 fi
 rm -rf "$work"

@@ -9,18 +9,21 @@
 #                gave ECN only to CCs that followed an ECN CC in its list)
 #   utilization  SMaRTT, OSCAR, DCTCP, Gemini >= 90 % (target 95 % - 5;
 #                measured 98.7-99.9 %). UnoCC >= 83 % (target 88 % - 5, its
-#                phantom queue draining at 90 %; measured 88-94 % since it
-#                paces its window over the base RTT, 75-81 % before:
-#                testbed/RESULTS.md "Real speed").
+#                phantom queue draining at 90 %; measured 94-99 % since it is
+#                not paced from the line rate up, 77-83 % before on this
+#                session's hosts, CPU-bound by its pacing timer; above the
+#                drain rate because four flows' 2-packet floor windows
+#                exceed 90 % of a pipe of a few µs:
+#                testbed/notes/2026-11-29-realspeed-uno-cpu.md).
 #   mean RTT     <= 0.25 x cubic's in the same run for all of them (a queue
 #                far below cubic's; measured 0.02-0.12 x)
 # Before the host-delay changes UnoCC, SMaRTT and OSCAR ran at 61-82 %
 # (testbed/RESULTS.md, "Real speed"), so their checks fail on that code. Not flaky on a
-# busy machine: the flows are CPU-bound (2-10 packet windows; UnoCC keeps 1.6-1.9
-# of the 2 CPUs busy, printed as "CPUs busy"), so a CC that misses its target
-# is run again, up to three times, and fails only if it misses every time.
-# UnoCC's 4-s runs spread 81.6-91.9 % (20 runs on 2026-11-27/28, 6 below 83:
-# testbed/notes/2026-11-28-usec-timestamps.md); two attempts failed one CI run.
+# busy machine: the flows are CPU-bound (2-10 packet windows; DCTCP and Gemini,
+# paced at their window over the smoothed RTT, keep 1.6-1.95 of the 2 CPUs busy,
+# printed as "CPUs busy", and take 200-300 pacing-timer expiries per MB, hrt/MB),
+# so a CC that misses its target is run again, up to three times, and fails only
+# if it misses every time.
 # A run in which cubic itself does not fill the port (the host could not
 # carry it: below) is void, judged for no CC, and said so with the
 # hypervisor's steal; five void runs fail the test with that reason.

@@ -16,6 +16,7 @@
 //! | uno | `max_wnd_bdp_q16` | 0 (no cap) | 1.0: windows capped at one BDP |
 //! | uno | `queue_tol_own_rtt` | 0: physical queue = delay above 5.5 % of the intra-DC RTT | 1: above 5.5 % of the flow's own base RTT |
 //! | uno | `qa_needs_mark` | 0: QuickAdapt judges every period (the default, 1, judges a period only after marks: real hosts) | 0 |
+//! | uno | `unpaced_at_line_rate` | 0: always paced (the default, 1, leaves a flow unpaced from the line rate up: real hosts) | 0 |
 //! | gemini | `k_bytes` (only F uses it) | 50 packets/Gbit/s | 6 packets |
 //! | gemini | `alpha_gain_q16` | 1/16 | 0.5 |
 //! | gemini | `beta_q16` | 0.2 | 0.1 |
@@ -26,7 +27,7 @@
 //!
 //! `defaults` sets every tunable another preset of the CC sets back to its default (it
 //! undoes them all); `paper` does the same and sets the defaults that are not the paper's,
-//! a real host's needs, to the paper's values (uno: `qa_needs_mark = 0`).
+//! a real host's needs, to the paper's values (uno: `qa_needs_mark = 0`, `unpaced_at_line_rate = 0`).
 //!
 //! `real-host`: UnoCC and OSCAR on a real Linux host at real speed, where
 //! the base RTT is microseconds and the pipe holds a few packets:
@@ -57,7 +58,7 @@ use super::params::NetConfig;
 /// Every preset: (CC, name, one line on what it is).
 pub const PRESETS: &[(&str, &str, &str)] = &[
     ("uno", "defaults", "the defaults for what the other presets change"),
-    ("uno", "paper", "the paper's UnoCC (uno-sc25 Table 2 and §4.1): the defaults, QuickAdapt without a mark"),
+    ("uno", "paper", "the paper's UnoCC (uno-sc25 Table 2 and §4.1): the defaults, QuickAdapt without a mark, always paced"),
     ("uno", "uno-artifact", "as the public Uno simulator runs UnoCC (spcl/Uno_SC25, Fig. 3 scripts)"),
     ("uno", "real-host", "UnoCC on a real host at real speed: the reference code's fast increase (few-packet pipes)"),
     ("oscar", "defaults", "the defaults for what real-host changes"),
@@ -88,6 +89,7 @@ pub fn for_each_preset_tunable(cc: &str, name: &str, n: &NetConfig, mut set: imp
                 if name == "paper" {
                     // The defaults that are a real host's, not the paper's.
                     set("qa_needs_mark", 0);
+                    set("unpaced_at_line_rate", 0);
                 }
             }
             "gemini" => {
@@ -132,6 +134,7 @@ fn uno_artifact(n: &NetConfig, mut set: impl FnMut(&'static str, u64)) {
     set("max_wnd_bdp_q16", one);
     set("queue_tol_own_rtt", 1);
     set("qa_needs_mark", 0);
+    set("unpaced_at_line_rate", 0);
 }
 
 fn gemini_artifact(n: &NetConfig, mut set: impl FnMut(&'static str, u64)) {

@@ -88,9 +88,16 @@
 //! - **Pacing: the window over the base RTT**, as the code paces (`cwnd / base RTT`; the paper:
 //!   "hardware pacing"), not the Linux adapter's `cwnd / srtt`: on a host the smoothed RTT holds
 //!   CPU stalls and that rate falls below what the window allows. UnoCC stays window-limited to
-//!   the adapter ([`CongestionControl::rate_limited`] is false). `unpaced_at_line_rate = 1`
-//!   (default off) leaves a flow unpaced once that rate reaches the line rate, as a NIC would
+//!   the adapter ([`CongestionControl::rate_limited`] is false)
 //!   (evidence: testbed/notes/2026-11-27-unocc-deviations.md#pacing).
+//! - **Not paced from the line rate up** (`unpaced_at_line_rate = 1`, the default; 0 in `paper`
+//!   and `uno-artifact`, which pace always, as the reference code): a NIC sends no faster than
+//!   its line, so a pacing rate at or above it limits nothing, while a host's software pacing
+//!   costs a timer per skb that waits for its slot. On a host the base RTT is a few µs and
+//!   `cwnd / base RTT` is 6–10 Gbit/s on a 1 Gbit/s port: paced, UnoCC took ~500 pacing-timer
+//!   expiries per MB (cubic 20) and 7.9x cubic's CPU, and its flows were CPU-bound at 78–80 %
+//!   of the port; unpaced, 98–99 % at 0.7x the CPU
+//!   (evidence: testbed/notes/2026-11-29-realspeed-uno-cpu.md#the-pacing-rate-limits-nothing).
 
 use super::fixed::{bdp_bytes, mul_div, mul_q16, mul_sat, ratio_q16, sat_u32, ONE, SHIFT};
 use super::host::{AckClock, HostDelay};
@@ -158,10 +165,11 @@ pub struct Params {
     /// window are never window-limited); 0 (default): such a period is
     /// not judged (the module doc).
     pub qa_when_app_limited: u32,
-    /// 1: a flow whose window over its base RTT reaches the line rate is
-    /// not paced: a NIC sends at most at line rate, so that pacing limits
-    /// nothing and on a host costs a wait per skb (module doc, "Pacing");
-    /// 0 (default): always paced at `cwnd / base RTT`, as the reference code.
+    /// 1 (default): a flow whose window over its base RTT reaches the line
+    /// rate is not paced: a NIC sends at most at line rate, so that pacing
+    /// limits nothing and on a host costs a timer per skb (module doc, "Not
+    /// paced from the line rate up"); 0 (`paper`, `uno-artifact`): always
+    /// paced at `cwnd / base RTT`, as the reference code.
     pub unpaced_at_line_rate: u32,
     /// 1 (default): QuickAdapt judges a period only once the fabric has
     /// marked (in this epoch, or E has not yet decayed to 0), so a host's CPU
@@ -197,7 +205,7 @@ impl Params {
                 host_delay_gain_q16: super::host::DEFAULT_GAIN_Q16,
                 fast_increase_epochs: 0,
                 qa_when_app_limited: 0,
-                unpaced_at_line_rate: 0,
+                unpaced_at_line_rate: 1,
                 qa_needs_mark: 1,
             }
         }

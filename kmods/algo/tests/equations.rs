@@ -130,16 +130,17 @@ fn uno_md_factor_is_e_times_4k_over_k_plus_bdp() {
 
 #[test]
 fn uno_unpaced_at_line_rate_only_from_the_line_rate_up() {
-    // Paced at cwnd / base RTT (the reference code); with
-    // `unpaced_at_line_rate` a window at or above the base BDP (that rate at
-    // or above the line rate) is not paced, a smaller one still is.
-    let mut p = uno::Params::from_net(&NET_10G);
+    // Paced at cwnd / base RTT (the reference code, `unpaced_at_line_rate =
+    // 0`); by default a window at or above the base BDP (that rate at or
+    // above the line rate) is not paced, a smaller one still is.
+    let mut p = uno::Params { unpaced_at_line_rate: 0, ..uno::Params::from_net(&NET_10G) };
     let line = p.rate_bytes_per_sec as i64;
     let paced = uno_flow(&p, 200_000);
     // Starts at one BDP: cwnd / base RTT is the line rate.
     assert!(near(paced.pacing_rate().unwrap() as i64, line, line / 1000), "{:?}", paced.pacing_rate());
     p.unpaced_at_line_rate = 1;
     p.validate().unwrap();
+    assert_eq!(p, uno::Params::from_net(&NET_10G), "unpaced from the line rate up is the default");
     let mut u = uno_flow(&p, 200_000);
     assert_eq!(u.pacing_rate(), Some(xdcc_algo::UNPACED));
     u.on_event(&p, Event::Loss { bytes: 1500 }, T0 + 1_000_000);

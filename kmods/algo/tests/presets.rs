@@ -67,8 +67,9 @@ fn defaults_and_paper_undo_the_other_presets() {
         assert_eq!(u, uno::Params::from_net(&n), "defaults undoes {name}");
         let mut u: uno::Params = with_preset("uno", name, &n);
         for_each_preset_tunable("uno", "paper", &n, |k, v| u.set_unchecked(k, v).unwrap());
-        // (and QuickAdapt judges every period, as in the paper)
-        assert_eq!(u, uno::Params { qa_needs_mark: 0, ..uno::Params::from_net(&n) }, "paper undoes {name}");
+        // (and QuickAdapt judges every period and every flow is paced, as in the paper)
+        let paper = uno::Params { qa_needs_mark: 0, unpaced_at_line_rate: 0, ..uno::Params::from_net(&n) };
+        assert_eq!(u, paper, "paper undoes {name}");
     }
 }
 
