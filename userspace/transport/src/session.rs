@@ -300,8 +300,12 @@ impl OpenBlock {
 impl<S: Source> Sender<S> {
     /// A sender of `cfg.bytes` bytes of `src`, its window UnoCC's with
     /// `params`, its paths chosen by `lb`; `rtt_hint_ns` sizes the first
-    /// window (0: UnoCC's default) and is the balancer's base RTT.
+    /// window (0: UnoCC's default) and is the balancer's base RTT. Every
+    /// packet is paced, as the reference code paces (`unpaced_at_line_rate`
+    /// is set to 0): no NIC spaces this sender's datagrams, which unpaced
+    /// would leave as a burst of the window.
     pub fn new(cfg: Config, src: S, params: UnoParams, lb: Strategy, rtt_hint_ns: u32, now_ns: u64) -> Result<Self, String> {
+        let params = UnoParams { unpaced_at_line_rate: 0, ..params };
         cfg.check()?;
         lb.check().map_err(str::to_string)?;
         if matches!(lb, Strategy::Spray) {
@@ -471,7 +475,7 @@ impl<S: Source> Sender<S> {
         let entropy = self.lb.next_entropy(now_ns, &mut || draw(rng));
         self.inflight.insert(seq, Sent { block, index, bytes: wire_len as u32, sent_ns: now_ns, inflight_at_send, entropy });
         self.inflight_bytes += wire_len;
-        if let Some(rate) = self.cc.pacing_rate().filter(|&r| r > 0 && r < xdcc_algo::UNPACED) {
+        if let Some(rate) = self.pacing_rate() {
             let gap = wire_len.saturating_mul(1_000_000_000) / rate;
             self.next_send_ns = now_ns.saturating_add(gap);
         }
@@ -485,11 +489,13 @@ impl<S: Source> Sender<S> {
     fn block_wait_ns(&self, block: u64, wire_len: u64) -> u64 {
         let queued = self.open.get(&block).map_or(0, |b| u64::from(b.queued.count_ones()));
         let by_window = self.srtt_ns.saturating_mul(wire_len) / u64::from(self.cc.cwnd()).max(wire_len);
-        let by_rate = match self.cc.pacing_rate() {
-            Some(r) if r > 0 && r < xdcc_algo::UNPACED => wire_len.saturating_mul(1_000_000_000) / r,
-            _ => 0,
-        };
+        let by_rate = self.pacing_rate().map_or(0, |r| wire_len.saturating_mul(1_000_000_000) / r);
         queued.saturating_mul(by_window.max(by_rate))
+    }
+
+    /// The rate the sender paces at, bytes/s: UnoCC's (`cwnd / base RTT`).
+    fn pacing_rate(&self) -> Option<u64> {
+        self.cc.pacing_rate().filter(|&r| r > 0 && r < xdcc_algo::UNPACED)
     }
 
     /// When the sender next wants the clock, after `poll_transmit` said no:
