@@ -153,9 +153,12 @@ pub struct Pacing {
     /// `tcp_pacing_ss_ratio`, 200.
     pub ss_pct: u32,
     /// Otherwise. Linux's `tcp_pacing_ca_ratio` is 120; xdcc's default is
-    /// 100 because the simulator shows UnoCC's and Gemini's flows reach
+    /// 100 because the simulator showed UnoCC's and Gemini's flows reach
     /// fairness at 100 % and not at 120 % (a flow paced above its window's
-    /// rate sends its window as a burst into the queue every round).
+    /// rate sends its window as a burst into the queue every round) — a
+    /// phase effect of its deterministic host delay, it turned out; on a
+    /// real host DCTCP and Gemini are fairer unpaced (evidence:
+    /// testbed/notes/2026-11-29-realspeed-uno-cpu.md#which-is-wrong-the-models-case-for-window-pacing-is-a-phase-effect).
     pub ca_pct: u32,
 }
 
