@@ -100,7 +100,20 @@ fn a_lossy_path_is_recovered_by_the_code_byte_exact() {
     assert!(got == data, "byte-exact");
     assert!(reports.windows(2).all(|w| w[0] <= w[1]) && reports.last() == Some(&bytes), "progress rises to the whole: {reports:?}");
     assert!(dropped >= 2 * blocks, "the path lost {dropped} packets");
-    assert!(rx.rebuilt_blocks >= blocks - 2, "blocks rebuilt from parity: {} of {blocks}", rx.rebuilt_blocks);
+    // Every block that lost only its two packets is rebuilt from parity,
+    // unless a resend completed it first: a retransmission timeout resends
+    // what every open block lacks, and on a loaded machine a spurious one
+    // can come before a block's parity (264-265 of 268 rebuilt in 1 of 12
+    // runs beside two CPU hogs, 3 extra timeouts). So each block other than
+    // 7 and 20 that was not rebuilt had a packet resent, beyond the 11 that
+    // blocks 7 (3 of its 5 lost) and 20 (8 of 10) need at least.
+    let not_rebuilt = (blocks - 2).saturating_sub(rx.rebuilt_blocks);
+    assert!(
+        not_rebuilt <= tx.resent.saturating_sub(11),
+        "blocks rebuilt from parity: {} of {blocks}, with {} packets resent",
+        rx.rebuilt_blocks,
+        tx.resent
+    );
     assert!(tx.resent * 5 < dropped, "the code, not resends, recovered the losses: {} resent", tx.resent);
     assert!(rx.nacks >= 1 && tx.nacks >= 1, "block 7 was NACKed: {rx:?} {tx:?}");
     assert!(tx.timeouts >= 1, "block 20 came back by a timeout: {tx:?}");
