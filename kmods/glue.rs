@@ -661,7 +661,7 @@ macro_rules! xdcc_cc_module {
         static CONFIG: glue::ConfigCell<algo::linux::Config<algo::$algo::Params>> =
             glue::ConfigCell::new(algo::linux::Config {
                 params: algo::$algo::Params::from_net(&algo::NetConfig::LINUX_DEFAULT),
-                pacing: algo::linux::Pacing::DEFAULT,
+                pacing: <algo::$algo::Params as algo::Tunables>::WINDOW_PACING,
                 net: algo::NetConfig::LINUX_DEFAULT,
             });
 

@@ -43,13 +43,19 @@
 //!   halved once, not below the initial window. Linux halves once per RTO of
 //!   idle time; the event carries no duration, and an idle restart is
 //!   signalled after one RTO, the common case.
-//! - **Pacing** is the adapter's window pacing like every xdcc CC: the
-//!   socket's pacing rate is 200 % of cwnd/srtt in slow start and
-//!   `window_pacing_pct` (100 %) after, and TCP paces internally. Linux sets
-//!   the same kind of rate for its DCTCP (`tcp_update_pacing_rate`, 200 % and
-//!   120 %), which sizes its TSO bursts but paces only under the `fq` qdisc.
-//!   `window_pacing_pct = 120` gives Linux's ratio; testbed/vm/tests/dctcp.sh
-//!   compares the two that way, both under `fq`. (A ratio of 0 leaves the
+//! - **Pacing: none by default** (`window_pacing_pct` and
+//!   `window_pacing_ss_pct` 0, [`super::linux::Pacing::OFF`]), as Linux's
+//!   DCTCP without the `fq` qdisc. Paced at its window over the smoothed
+//!   RTT (the adapter's default for other window CCs), four flows on a host
+//!   had Jain 0.72-0.85 at 1 Gbit/s (each sender's second flow 2.4x the
+//!   other's RTT) and 0.73-0.87x cubic's goodput at 10 Gbit/s; unpaced
+//!   0.99 and 0.95-0.98x (evidence:
+//!   testbed/notes/2026-11-29-realspeed-uno-cpu.md#which-is-wrong-the-models-case-for-window-pacing-is-a-phase-effect).
+//!   Linux sets a rate for its DCTCP (`tcp_update_pacing_rate`, 200 % and
+//!   120 %), which sizes its TSO bursts and paces under `fq`;
+//!   `window_pacing_pct = 120` with `window_pacing_ss_pct = 200` gives
+//!   Linux's ratios, and testbed/vm/tests/dctcp.sh compares the two that
+//!   way, both under `fq`. (A ratio of 0 leaves the
 //!   rate unset, which also leaves TSO autosizing without a rate: 64 KB
 //!   bursts, one ACK per ten packets — not Linux's unpaced sender.)
 //! - Bytes instead of packets for α's F (the same ratio with full-sized
@@ -291,4 +297,4 @@ impl CongestionControl for Dctcp {
     }
 }
 
-tunables!(Params { shift_g: u32, alpha_on_init: u32, init_cwnd_pkts: u32 });
+tunables!(Params { shift_g: u32, alpha_on_init: u32, init_cwnd_pkts: u32 }; window_pacing = super::linux::Pacing::OFF);

@@ -26,6 +26,15 @@
 //!   ssthresh at half the window.
 //! - Uno's htsim port of Gemini applies the cut once per *base* RTT; we use the
 //!   real RTT (above), which is what the kernel implementation can observe.
+//! - **Not paced by default** (`window_pacing_pct` and `window_pacing_ss_pct`
+//!   0, [`super::linux::Pacing::OFF`]; the paper recommends sender pacing,
+//!   §III-C: set `window_pacing_pct = 100`, `window_pacing_ss_pct = 200`). On
+//!   a host, paced at its window over the smoothed RTT, four flows had Jain
+//!   0.74-0.85 at 1 Gbit/s and 0.90-0.94x cubic at 10 Gbit/s; unpaced 0.95-0.98
+//!   and 0.98-1.02x. The simulator's case for pacing (rtt-fairness, Jain 0.92
+//!   paced against 0.75) was a phase effect of its deterministic host delay:
+//!   with a random one, 0.76 and 0.79 (evidence:
+//!   testbed/notes/2026-11-29-realspeed-uno-cpu.md#which-is-wrong-the-models-case-for-window-pacing-is-a-phase-effect).
 
 use super::fixed::{bdp_bytes, mul_div, mul_sat, mul_q16, ratio_q16, sat_u32, ONE};
 use super::params::{check, NetConfig, ParamError};
@@ -369,4 +378,4 @@ tunables!(Params {
     rate_bytes_per_sec: u64, mss: u32, k_bytes: u32, t_ns: u32, beta_q16: u32, h_ppb: u32,
     h_min_q16: u32, h_max_q16: u32, alpha_gain_q16: u32, max_md_q16: u32, init_cwnd_pkts: u32,
     init_bdp_q16: u32, max_wnd_bdp_q16: u32, h_rtt_ns: u32, wan_min_base_rtt_ns: u32,
-});
+}; window_pacing = super::linux::Pacing::OFF);

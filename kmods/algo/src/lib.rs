@@ -66,6 +66,9 @@ macro_rules! assert_fits_ca_priv {
 /// restores the old value on error, so bad input changes nothing.
 macro_rules! tunables {
     ($ty:ident { $($field:ident : $t:ty),* $(,)? }) => {
+        tunables!($ty { $($field: $t),* }; window_pacing = super::linux::Pacing::DEFAULT);
+    };
+    ($ty:ident { $($field:ident : $t:ty),* $(,)? }; window_pacing = $wp:expr) => {
         impl $ty {
             /// Every field of the struct is in the list: this pattern names
             /// the listed fields and has no `..`, so a field left out of the
@@ -149,6 +152,7 @@ macro_rules! tunables {
         }
         impl super::Tunables for $ty {
             const TUNABLES: &'static [&'static str] = <$ty>::TUNABLES;
+            const WINDOW_PACING: super::linux::Pacing = $wp;
             fn get(&self, name: &str) -> Option<u64> {
                 <$ty>::get(self, name)
             }
@@ -480,6 +484,8 @@ pub trait CongestionControl: Sized {
 pub trait Tunables: Sized + Copy {
     /// Names of the tunables.
     const TUNABLES: &'static [&'static str];
+    /// The Linux adapter's default window pacing for this CC.
+    const WINDOW_PACING: linux::Pacing;
     /// Reads a tunable by name.
     fn get(&self, name: &str) -> Option<u64>;
     /// Sets a tunable by name after validating the whole set; on error nothing changes.

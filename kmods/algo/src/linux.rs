@@ -164,6 +164,11 @@ pub struct Pacing {
 
 impl Pacing {
     pub const DEFAULT: Pacing = Pacing { ss_pct: 200, ca_pct: 100 };
+    /// No window pacing: no rate is set, so TCP's internal pacing never
+    /// waits (DCTCP's and Gemini's default: on a host, paced at their
+    /// window's rate, flows of the same sender got 2.4x each other's RTT;
+    /// testbed/notes/2026-11-29-realspeed-uno-cpu.md).
+    pub const OFF: Pacing = Pacing { ss_pct: 0, ca_pct: 0 };
     /// Largest accepted ratio, percent.
     pub const MAX_PCT: u32 = 1000;
     /// Their knob names (sysctl files, `xdcc tunable`, config keys):
@@ -191,7 +196,7 @@ pub struct Config<P> {
 impl<P: Tunables> Config<P> {
     /// The defaults for a network.
     pub fn for_net(net: &NetConfig) -> Self {
-        Config { params: P::from_net(net), pacing: Pacing::DEFAULT, net: *net }
+        Config { params: P::from_net(net), pacing: P::WINDOW_PACING, net: *net }
     }
 
     /// Every knob of a CC in the Linux backends, in the order of its sysctl
